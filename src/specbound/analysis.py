@@ -47,6 +47,7 @@ class Analysis:
     details: BoundDetails
     adaptations: list[str] = field(default_factory=list)
     from_cache: bool = False
+    num_parameters: int | None = None  # every tensor in the checkpoint, embeddings included
 
     @property
     def bounds(self) -> Bounds:
@@ -150,7 +151,7 @@ class Analysis:
             self.l_phi if l_phi is None else l_phi, grid_m,
         )
         return Analysis(self.model, self.spec, self.spectra, details, list(self.adaptations),
-                        self.from_cache)
+                        self.from_cache, self.num_parameters)
 
     def to_dir(self, path: str | Path) -> Path:
         """Write summary.json, matrices.csv, layers.csv and spectra.npz, atomically."""
@@ -248,4 +249,5 @@ def analyze(
             spectra_cache.store(key, spectra)
     details = compute_bounds(spectra, spec.num_layers, spec.hidden_size, l_phi, grid_m)
     adaptations = list(spec.adaptations) + list(ckpt.notes)
-    return Analysis(ckpt.name, spec, spectra, details, adaptations, from_cache)
+    n_params = sum(int(np.prod(ckpt.source.shape(t), dtype=np.int64)) for t in ckpt.source.names())
+    return Analysis(ckpt.name, spec, spectra, details, adaptations, from_cache, n_params)
