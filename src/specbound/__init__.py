@@ -15,7 +15,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .analysis import Analysis, analyze
-    from .bounds import BoundValue, Bounds
+    from .bounds import Bounds, BoundValue
     from .errors import SpecboundError
 
 __all__ = ["Analysis", "BoundValue", "Bounds", "SpecboundError", "__version__", "analyze"]

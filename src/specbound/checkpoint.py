@@ -113,7 +113,9 @@ class SafetensorsFile:
                 raise self._corrupt(f"tensor '{name}' has unsupported dtype {dtype}")
             nbytes = int(np.prod(shape, dtype=np.int64)) * _ST_DTYPES[dtype].itemsize
             if end - begin != nbytes or begin < 0:
-                raise self._corrupt(f"tensor '{name}' has data offsets that disagree with its shape")
+                raise self._corrupt(
+                    f"tensor '{name}' has data offsets that disagree with its shape"
+                )
             if end > data_len:
                 raise self._corrupt(
                     f"tensor '{name}' ends at byte {end} but the file holds {data_len} data bytes "
@@ -347,7 +349,8 @@ def open_weights(directory: Path) -> TensorSource:
     if (directory / "model.safetensors").is_file():
         return SafetensorsFile(directory / "model.safetensors")
     if (directory / "model.safetensors.index.json").is_file():
-        return ShardedSource(_read_index(directory / "model.safetensors.index.json"), SafetensorsFile)
+        index = _read_index(directory / "model.safetensors.index.json")
+        return ShardedSource(index, SafetensorsFile)
     singles = sorted(directory.glob("*.safetensors"))
     if len(singles) == 1:
         return SafetensorsFile(singles[0])

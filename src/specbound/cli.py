@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import typer
 
@@ -89,16 +89,16 @@ def analyze(
     model: str = typer.Argument(
         ..., help="Checkpoint directory, hub id (org/name), or demo:minilm (bundled MiniLM)."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Write summary.json, CSVs, spectra."),
-    grid_m: Optional[int] = typer.Option(None, "--grid-m", help="p grid {0,1/m,...,2}."),
-    l_phi: Optional[float] = typer.Option(
+    out: Path | None = typer.Option(None, "--out", help="Write summary.json, CSVs, spectra."),
+    grid_m: int | None = typer.Option(None, "--grid-m", help="p grid {0,1/m,...,2}."),
+    l_phi: float | None = typer.Option(
         None, "--l-phi", help="Activation Lipschitz constant (default from config.json)."
     ),
-    device: Optional[str] = typer.Option(
+    device: str | None = typer.Option(
         None, "--device", help="numpy (default) or a torch device: cpu, cuda."
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
-    mapping: Optional[Path] = typer.Option(
+    mapping: Path | None = typer.Option(
         None, "--mapping", help="YAML/JSON file mapping tensor names to roles (unknown models)."
     ),
     report: bool = typer.Option(False, "--report", help="Also write report.html into --out."),
