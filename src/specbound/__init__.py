@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from .analysis import Analysis, analyze
     from .bounds import Bounds, BoundValue
     from .errors import SpecboundError
+    from .study import Study, scale
 
-__all__ = ["Analysis", "BoundValue", "Bounds", "SpecboundError", "__version__", "analyze"]
+__all__ = ["Analysis", "BoundValue", "Bounds", "SpecboundError", "Study", "__version__", "analyze",
+           "scale"]
 
 _LAZY = {
     "analyze": "analysis",
@@ -26,6 +28,8 @@ _LAZY = {
     "Bounds": "bounds",
     "BoundValue": "bounds",
     "SpecboundError": "errors",
+    "scale": "study",
+    "Study": "study",
 }
 
 

@@ -1,11 +1,16 @@
 """Lipschitz constants L_phi of activations, by the names used in Hugging Face configs.
 
 L_phi = sup |phi'(x)|:
-- GELU x*Phi(x): max derivative 1.1289 at x = sqrt(2); SPEC.md rounds it to 1.13. The tanh
-  approximation (gelu_new, gelu_pytorch_tanh, gelu_fast) has the same maximum to 3 digits.
-- SiLU/Swish x*sigmoid(x): 1.0998 (at x = 2.3994); quick_gelu x*sigmoid(1.702x) has the same
-  maximum, 1.0998, since its derivative is SiLU's at 1.702x.
-- ReLU, leaky ReLU, tanh, identity: 1. ReLU^2 is not Lipschitz: refused (use --l-phi).
+- GELU x*Phi(x): max derivative 1.12890 at x = sqrt(2); SPEC.md rounds it up to 1.13. The tanh
+  approximation (gelu_new, gelu_pytorch_tanh, gelu_fast) peaks at 1.12899: also 1.13.
+- SiLU/Swish x*sigmoid(x): 1.09984 (at x = 2.3994), rounded up to 1.0999; quick_gelu
+  x*sigmoid(1.702x) has the same maximum, since its derivative is SiLU's at 1.702x.
+- Mish x*tanh(softplus(x)): 1.08850, rounded up to 1.0886.
+- ReLU, ReLU6, leaky ReLU, tanh, identity: 1; sigmoid: 1/4. ReLU^2 is not Lipschitz: refused
+  (use --l-phi).
+
+Constants are rounded up so that they stay upper bounds; ``tests/test_adapters_activations.py``
+checks each against the maximum of |phi'| of transformers' own implementation.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 from .errors import ConfigError
 
 GELU = 1.13
-SILU = 1.0998
+SILU = 1.0999
+MISH = 1.0886
 
 LIPSCHITZ: dict[str, float] = {
     "gelu": GELU,
@@ -26,7 +32,10 @@ LIPSCHITZ: dict[str, float] = {
     "quick_gelu": SILU,
     "silu": SILU,
     "swish": SILU,
+    "mish": MISH,
     "relu": 1.0,
+    "relu6": 1.0,
+    "sigmoid": 0.25,
     "leaky_relu": 1.0,
     "tanh": 1.0,
     "linear": 1.0,

@@ -239,9 +239,9 @@ def analyze(
     if cache:
         from . import cache as spectra_cache
 
-        key = spectra_cache.cache_key(ckpt, spec)
+        key = spectra_cache.cache_key(ckpt, spec, adapter)
         if key is not None:
-            spectra = spectra_cache.load(key)
+            spectra = spectra_cache.load(key, spec)
     from_cache = spectra is not None
     if spectra is None:
         spectra = compute_spectra(adapter, device=device, progress=progress)

@@ -110,6 +110,10 @@ def analyze(
 
     if report and out is None:
         fail("--report needs --out DIR to write report.html into")
+    if report:
+        from .plots import require_matplotlib
+
+        require_matplotlib()
     bar, update = _progress(quiet)
     if bar is not None:
         bar.start()
@@ -133,6 +137,149 @@ def analyze(
         from .summary import print_summary
 
         print_summary(result, out=out)
+
+
+@app.command("inspect")
+@handle_errors
+def inspect_command(
+    model: str = typer.Argument(
+        ..., help="Checkpoint directory, hub id (org/name), or demo:minilm (bundled MiniLM)."
+    ),
+    mapping: Path | None = typer.Option(
+        None, "--mapping", help="YAML/JSON file mapping tensor names to roles (unknown models)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Every tensor of a checkpoint, the role it plays (or that it is ignored)."""
+    from .inspection import format_inspection, inspect_model
+
+    info = inspect_model(resolve_model(model), mapping=mapping, name=model)
+    if as_json:
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    else:
+        typer.echo(format_inspection(info))
+
+
+def _run_study(models: list[str], names: list[str], out: Path, quiet: bool, **kw: Any) -> Any:
+    from .plots import require_matplotlib
+    from .study import scale as run_scale
+
+    require_matplotlib()
+
+    def note(i: int, n: int, name: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"[{i}/{n}] {name}\n")
+
+    return run_scale(models, names=names, on_model=note, **kw)
+
+
+def _print_study(study: Any, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title="models", title_justify="left")
+    for c in ["model", "L", "N", "log10 B_sa", "log10 B_nb", "p*=0", "p*=2"]:
+        t.add_column(c, justify="right", overflow="fold")
+    for r in study.models.itertuples():
+        t.add_row(str(r.model), str(r.num_layers), str(r.hidden_size),
+                  f"{r.spectrum_adaptive_log10:.4f}", f"{r.norm_based_log10:.4f}",
+                  f"{r.share_p0:.0%}", f"{r.share_p2:.0%}")
+    console.print(t)
+    g = study.growth[study.growth["fit"] == "pooled"]
+    gt = Table(title="growth (pooled fits; growth.csv has the per-fixed ones)",
+               title_justify="left")
+    for c in ["proxy", "axis", "exponent", "se", "log10/unit", "se", "n"]:
+        gt.add_column(c, justify="right")
+    for r in g.itertuples():
+        gt.add_row(r.proxy, r.axis, f"{r.exponent:.4g}", f"{r.exponent_se:.2g}",
+                   f"{r.log10_per_unit:.4g}", f"{r.log10_per_unit_se:.2g}", str(r.n_points))
+    console.print(gt)
+    console.print(f"wrote {out}/models.csv, growth.csv, figures/, report.html")
+
+
+@app.command()
+@handle_errors
+def scale(
+    models: list[str] | None = typer.Argument(
+        None, help="Checkpoint directories or hub ids (as for analyze)."
+    ),
+    out: Path = typer.Option(..., "--out", help="Write models.csv, growth.csv, figures, report."),
+    manifest: Path | None = typer.Option(
+        None, "--manifest", help="Text file listing models, one per line (# comments)."
+    ),
+    grid_m: int | None = typer.Option(None, "--grid-m", help="p grid {0,1/m,...,2}."),
+    l_phi: float | None = typer.Option(None, "--l-phi", help="Activation Lipschitz constant."),
+    device: str | None = typer.Option(None, "--device", help="numpy (default), cpu, cuda."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+) -> None:
+    """Scaling study: analyze every model, fit the growth of both proxies with N and L."""
+    names = list(models or [])
+    if manifest is not None:
+        from .study import read_manifest
+
+        names += read_manifest(manifest)
+    if not names:
+        fail("scale needs models: pass MODEL... or --manifest FILE")
+    study = _run_study([resolve_model(m) for m in names], names, out, quiet, l_phi=l_phi,
+                       grid_m=grid_m, device=device, cache=not no_cache)
+    study.to_dir(out)
+    if not quiet:
+        _print_study(study, out)
+
+
+@app.command()
+@handle_errors
+def reproduce(
+    study_name: str = typer.Argument(..., metavar="STUDY", help="bert-miniatures"),
+    out: Path = typer.Option(Path("bert-miniatures"), "--out", help="Output directory."),
+    local_dir: Path | None = typer.Option(
+        None, "--local-dir",
+        help="Read checkpoints from DIR/<name>/ or DIR/google/<name>/ instead of the hub.",
+    ),
+    device: str | None = typer.Option(None, "--device", help="numpy (default), cpu, cuda."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+) -> None:
+    """The paper's scaling study on the 24 BERT Miniatures (google/bert_uncased_L-*_H-*)."""
+    from . import plots
+    from .study import locate_miniatures
+
+    if study_name != "bert-miniatures":
+        fail(f"unknown study '{study_name}'; available: bert-miniatures")
+    if local_dir is not None and not local_dir.is_dir():
+        fail(f"--local-dir {local_dir} is not a directory")
+    plots.require_matplotlib()
+    present, missing, reasons = locate_miniatures(local_dir)
+    if missing:
+        sys.stderr.write(f"warning: {len(missing)} of 24 checkpoints missing: "
+                         f"{', '.join(m.split('/', 1)[1] for m in missing)}\n")
+        if not quiet and local_dir is None:
+            for r in reasons[:3]:
+                sys.stderr.write(f"  {r}\n")
+    if not present:
+        fail("none of the 24 BERT Miniatures is available (first: "
+             f"{reasons[0] if reasons else 'none found'}); pass --local-dir DIR or go online")
+    study = _run_study([p for _, p in present], [h for h, _ in present], out, quiet,
+                       device=device, cache=not no_cache)
+    study.missing = missing
+    study.title = f"BERT Miniatures scaling study ({len(present)} of 24 checkpoints)"
+
+    def extra(fig_dir: Path) -> list[Any]:
+        # the paper's L=12, N=768 figures; with a partial grid, the largest model present
+        big = max(study.analyses, key=lambda a: (a.spec.num_layers, a.spec.hidden_size))
+        L, N = big.spec.num_layers, big.spec.hidden_size
+        if (L, N) != (12, 768) and not quiet:
+            sys.stderr.write(f"note: L=12, N=768 is missing; decay figures use L={L}, N={N}\n")
+        figs = [plots.spectral_decay_figure(big, fig_dir, prefix=f"L{L}_N{N}_"),
+                plots.contribution_figure(big, fig_dir, prefix=f"L{L}_N{N}_")]
+        nf = plots.norm_scaling_figure(study, fig_dir, num_layers=2)
+        return figs + ([nf] if nf is not None else [])
+
+    study.to_dir(out, extra_figures=extra)
+    if not quiet:
+        _print_study(study, out)
 
 
 @cache_app.command("info")

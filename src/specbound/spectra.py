@@ -2,16 +2,24 @@
 
 QK(l,h) and OV(l,h) are N x N products X Y^T of two N x d_h factors, so their spectra live in a
 d_h x d_h core: with thin QR X = Q1 R1, Y = Q2 R2, X Y^T = Q1 (R1 R2^T) Q2^T and the singular
-values of X Y^T are those of R1 R2^T (all others are exactly 0). FFN matrices use LAPACK's
-divide-and-conquer SVD, or the eigenvalues of the smaller Gram matrix when the spectrum is well
-conditioned enough for that to be accurate to ~1e-12 relative.
+values of X Y^T are those of R1 R2^T (all others are exactly 0). Norms without any N x N SVD:
+Frobenius and nuclear from the core values; (2,1) from the d_h x N matrix R1 Y^T, whose column j
+has the norm of column j of X Y^T (Q1 has orthonormal columns); (1,1) = sum |x_i . y_j| from one
+N x N GEMM per head into a reused, bounded buffer (no closed form exists for it).
+
+FFN matrices: the eigenvalues of the smaller Gram matrix (one SYRK + one symmetric eigensolve,
+about 4x cheaper than an SVD) when an a-posteriori guard says they are accurate to ~1e-12
+relative, else LAPACK's divide-and-conquer SVD (scipy ``gesdd``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +30,15 @@ QK, OV, M_IN, M_OUT = range(4)
 
 #: SPEC.md section 3: s_i counts toward the rank when s_i > RANK_RTOL * k * max(s_1, 1).
 RANK_RTOL = 1e-10
-#: Gram route only when s_min / s_1 >= this (relative error ~ eps * (s_1/s_min)^2 < 1e-12).
-GRAM_MIN_RATIO = 0.02
-#: Work in chunks of at most this many float64 entries when forming N x N products.
-_CHUNK_ENTRIES = 8 * 1024 * 1024
+#: Gram route accepted when its estimated relative error on every s_i,
+#: ``GRAM_ERR_CONST * eps * sqrt(k) * (s_1 / s_min)^2``, is at most this. Measured on the 12
+#: all-MiniLM-L6-v2 FFN matrices the true error is <= 0.6 eps (s_1/s_min)^2, so the estimate
+#: overstates it ~100x (k = 384); accepted spectra have s_min >= ~0.013 s_1 there.
+GRAM_MAX_REL_ERR = 1e-10
+GRAM_ERR_CONST = 4.0
+#: Entries (float64) of the reused buffer that holds row blocks of an N x N head product.
+_CHUNK_ENTRIES = 4 * 1024 * 1024
+_EPS = float(np.finfo(np.float64).eps)
 
 
 def rank_threshold(k: int, s1: float) -> float:
@@ -40,43 +53,101 @@ def numerical_rank(sv: np.ndarray, k: int) -> int:
     return int(np.count_nonzero(sv > rank_threshold(k, sv[0])))
 
 
+def lowrank_cores(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R1, R2) of thin QRs x = Q1 R1, y = Q2 R2 for stacks of shape (..., N, d)."""
+    return np.linalg.qr(x, mode="r"), np.linalg.qr(y, mode="r")
+
+
 def lowrank_svdvals(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Singular values (descending) of x @ y^T for stacks x, y of shape (..., N, d)."""
-    r1 = np.linalg.qr(x, mode="r")
-    r2 = np.linalg.qr(y, mode="r")
+    """Singular values (descending) of x @ y^T for stacks x, y of shape (..., N, d).
+
+    They are the singular values of the small core R1 R2^T; x @ y^T has no others but zeros.
+    """
+    r1, r2 = lowrank_cores(x, y)
     return np.linalg.svd(r1 @ np.swapaxes(r2, -1, -2), compute_uv=False)
 
 
-def lowrank_entry_norms(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(2,1) and (1,1) norms of each x[h] @ y[h]^T, formed explicitly in bounded chunks."""
+def lowrank_norm_21(r1: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(2,1) norm of x @ y^T = sum_j ||x y_j||_2 = sum_j ||R1 y_j||_2 (y_j: row j of y)."""
+    z = r1 @ np.swapaxes(y, -1, -2)  # (..., d, N)
+    return np.sqrt(np.einsum("...ij,...ij->...j", z, z)).sum(axis=-1)
+
+
+def lowrank_norm_11(
+    x: np.ndarray, y: np.ndarray, chunk_entries: int = _CHUNK_ENTRIES
+) -> np.ndarray:
+    """(1,1) norm sum_ij |(x[h] @ y[h]^T)_ij| per head, by row blocks in one reused buffer."""
     heads, n, _ = x.shape
-    per = max(1, _CHUNK_ENTRIES // (n * n))
-    n21 = np.empty(heads)
-    n11 = np.empty(heads)
-    for start in range(0, heads, per):
-        a = np.matmul(x[start : start + per], np.swapaxes(y[start : start + per], -1, -2))
-        n21[start : start + per] = np.sqrt(np.einsum("hij,hij->hj", a, a)).sum(axis=-1)
-        n11[start : start + per] = np.abs(a).sum(axis=(-1, -2))
-    return n21, n11
+    m = y.shape[1]
+    rows = max(1, min(n, chunk_entries // max(m, 1)))
+    buf = np.empty((rows, m))
+    out = np.empty(heads)
+    for h in range(heads):
+        total = 0.0
+        yt = y[h].T
+        for r0 in range(0, n, rows):
+            b = buf[: min(rows, n - r0)]
+            np.matmul(x[h, r0 : r0 + rows], yt, out=b)
+            np.abs(b, out=b)
+            total += float(b.sum())
+        out[h] = total
+    return out
+
+
+def lowrank_entry_norms(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(2,1) and (1,1) norms of each x[h] @ y[h]^T (stacks of shape (H, N, d))."""
+    r1 = np.linalg.qr(x, mode="r")
+    return lowrank_norm_21(r1, y), lowrank_norm_11(x, y)
+
+
+def gram_is_accurate(sv: np.ndarray, k: int) -> bool:
+    """Whether Gram-eigenvalue singular values are trusted: every s_i far above round-off.
+
+    An eigenvalue of the Gram matrix carries an absolute error ~ c eps s_1^2, so s_i = sqrt(l_i)
+    has relative error ~ c eps (s_1/s_i)^2 / 2. Accept only when the estimate for the smallest
+    s_i is <= GRAM_MAX_REL_ERR; that keeps every s_i many orders above the rank threshold, so
+    rank-deficient or nearly so matrices always go to the SVD.
+    """
+    if sv.size == 0 or not sv[0] > 0 or not sv[-1] > 0:
+        return False
+    ratio = sv[0] / sv[-1]
+    return GRAM_ERR_CONST * _EPS * np.sqrt(k) * ratio * ratio <= GRAM_MAX_REL_ERR
+
+
+def gram_svdvals(m: np.ndarray) -> np.ndarray:
+    """sqrt of the eigenvalues (descending, clipped at 0) of the smaller Gram matrix of m."""
+    g = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    ev = np.linalg.eigvalsh(g)[::-1]
+    return np.sqrt(np.clip(ev, 0.0, None))
+
+
+def lapack_svdvals(m: np.ndarray) -> np.ndarray:
+    """Singular values (descending) by LAPACK gesdd (scipy, imported only here)."""
+    import scipy.linalg
+
+    return scipy.linalg.svdvals(m, overwrite_a=False, check_finite=False)
 
 
 def dense_svdvals(m: np.ndarray, method: str = "auto") -> np.ndarray:
     """Singular values (descending) of a dense matrix.
 
     ``method``: "svd" (LAPACK gesdd), "gram" (eigvalsh of the smaller Gram matrix) or "auto":
-    Gram, falling back to gesdd unless every s_i >= GRAM_MIN_RATIO * s_1.
+    Gram, falling back to gesdd unless ``gram_is_accurate``.
     """
+    if method not in ("auto", "gram", "svd"):
+        raise ValueError(f"unknown SVD method {method!r}; use auto, gram or svd")
     if m.size == 0:
         return np.zeros(0)
     if method in ("auto", "gram"):
-        g = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
-        ev = np.linalg.eigvalsh(g)[::-1]
-        sv = np.sqrt(np.clip(ev, 0.0, None))
-        if method == "gram" or (sv[0] > 0 and sv[-1] >= GRAM_MIN_RATIO * sv[0]):
+        sv = gram_svdvals(m)
+        if method == "gram" or gram_is_accurate(sv, min(m.shape)):
             return sv
-    import scipy.linalg
+    return lapack_svdvals(m)
 
-    return scipy.linalg.svdvals(m, overwrite_a=False, check_finite=False)
+
+def _row_norm_sum(w: np.ndarray) -> float:
+    """sum_i ||w[i, :]||_2: the (2,1) norm of w.T (its columns are the rows of w)."""
+    return float(np.sqrt(np.einsum("ij,ij->i", w, w)).sum())
 
 
 def _column_norm_sum(m: np.ndarray) -> float:
@@ -170,19 +241,26 @@ class Spectra:
 
 
 def head_factors(w: LayerWeights, spec: ModelSpec) -> dict[str, np.ndarray]:
-    """The N x d_h factors X, Y with QK = X Y^T and OV = X Y^T, stacked over query heads."""
+    """The N x d_h factors X, Y with QK = X Y^T and OV = X Y^T, stacked over query heads.
+
+    Strided views of the weights (no copy) unless grouped-query attention repeats kv heads:
+    q[h] = wq[hs].T, k[h] = wk[kv(h)s].T, v[h] = wv[kv(h)s].T, o[h] = wo[:, hs].
+    """
     h, d, n = spec.num_heads, spec.head_dim, spec.hidden_size
     kv = spec.kv_heads
     group = np.arange(h) // (h // kv)
 
     def split(wt: np.ndarray, heads: int) -> np.ndarray:  # (heads*d, N) -> (heads, N, d)
-        return np.ascontiguousarray(wt.reshape(heads, d, n).transpose(0, 2, 1))
+        return wt.reshape(heads, d, n).transpose(0, 2, 1)
+
+    def expand(wt: np.ndarray) -> np.ndarray:
+        return split(wt, kv) if kv == h else split(wt, kv)[group]
 
     return {
         "q": split(w.wq, h),
-        "k": split(w.wk, kv)[group],
-        "v": split(w.wv, kv)[group],
-        "o": np.ascontiguousarray(w.wo.reshape(n, h, d).transpose(1, 0, 2)),
+        "k": expand(w.wk),
+        "v": expand(w.wv),
+        "o": w.wo.reshape(n, h, d).transpose(1, 0, 2),
     }
 
 
@@ -206,19 +284,100 @@ def _build(layer: int, spec: ModelSpec, rows_cols: list[tuple[int, int]], svs: l
     )
 
 
+def _abs_sum(w: np.ndarray, chunk_entries: int = _CHUNK_ENTRIES) -> float:
+    """sum |w_ij|, by row blocks (no full-size temporary)."""
+    if w.size == 0:
+        return 0.0
+    rows = max(1, chunk_entries // max(w.shape[1], 1))
+    return float(sum(np.abs(w[r : r + rows]).sum() for r in range(0, w.shape[0], rows)))
+
+
+def attention_spectra(x: np.ndarray, y: np.ndarray) -> tuple[list[np.ndarray], np.ndarray,
+                                                             np.ndarray]:
+    """Core singular values, (2,1) and (1,1) norms of every x[h] @ y[h]^T (no N x N SVD)."""
+    r1, r2 = lowrank_cores(x, y)
+    sv = np.linalg.svd(r1 @ np.swapaxes(r2, -1, -2), compute_uv=False)
+    return list(sv), lowrank_norm_21(r1, y), lowrank_norm_11(x, y)
+
+
+def ffn_spectra(w: np.ndarray, method: str = "auto") -> tuple[np.ndarray, float, float]:
+    """Singular values, (2,1) and (1,1) norms of the row-vector matrix w.T (w: nn.Linear layout).
+
+    The columns of w.T are the rows of w, so its (2,1) norm is the sum of w's row norms.
+    """
+    return dense_svdvals(w, method), _row_norm_sum(w), _abs_sum(w)
+
+
+#: How the two cores are used, chosen by measurement (benchmarks/README.md): "pool" runs the
+#: block's four jobs (QK, OV, M_in, M_out) on a pool of worker threads with BLAS single-threaded;
+#: "blas" runs them in turn with BLAS multi-threaded. Override: $SPECBOUND_PARALLEL=pool|blas.
+DEFAULT_PARALLEL = "pool"
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _parallel_mode() -> str:
+    mode = os.environ.get("SPECBOUND_PARALLEL", DEFAULT_PARALLEL)
+    return mode if mode in ("pool", "blas") else DEFAULT_PARALLEL
+
+
+def _workers() -> int:
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except (AttributeError, OSError):
+        return max(1, min(4, os.cpu_count() or 1))
+
+
+def run_jobs(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Results of the zero-argument callables ``jobs``, in order (threads per DEFAULT_PARALLEL).
+
+    numpy releases the GIL inside BLAS/LAPACK, so worker threads run matrices truly in parallel;
+    BLAS is held at one thread meanwhile (threadpoolctl; process-wide while the jobs run), else
+    the threads oversubscribe the cores. Concurrent callers are serialized.
+    """
+    workers = _workers()
+    if _parallel_mode() == "blas" or workers == 1 or len(jobs) == 1:
+        return [j() for j in jobs]
+    with _POOL_LOCK:
+        return _run_pooled(jobs, workers)
+
+
+def _run_pooled(jobs: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
+    if not _POOL or _POOL[2] != os.getpid():  # a forked child must not reuse dead threads
+        from concurrent.futures import ThreadPoolExecutor
+
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            ctl = ThreadpoolController()
+        except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+            ctl = None
+        _POOL[:] = [ThreadPoolExecutor(max_workers=workers), ctl, os.getpid()]
+    pool, ctl, _ = _POOL
+    if ctl is None:
+        return [f.result() for f in [pool.submit(j) for j in jobs]]
+    with ctl.limit(limits=1, user_api="blas"):
+        return [f.result() for f in [pool.submit(j) for j in jobs]]
+
+
 def block_spectra(w: LayerWeights, spec: ModelSpec, ffn_method: str = "auto") -> Spectra:
-    """Spectra of one block's 2H + 2 canonical matrices (numpy/LAPACK backend)."""
+    """Spectra of one block's 2H + 2 canonical matrices (numpy/LAPACK backend).
+
+    QK/OV from d_h x d_h cores (``attention_spectra``), M_in = w_in.T and M_out = w_out.T by
+    ``ffn_spectra`` (singular values of w and w.T coincide). The four jobs go to ``run_jobs``.
+    """
     n = spec.hidden_size
-    f = factors = head_factors(w, spec)
-    qk_sv = lowrank_svdvals(f["q"], f["k"])
-    ov_sv = lowrank_svdvals(f["v"], f["o"])
-    qk21, qk11 = lowrank_entry_norms(factors["q"], factors["k"])
-    ov21, ov11 = lowrank_entry_norms(factors["v"], factors["o"])
-    m_in = w.w_in.T
-    m_out = w.w_out.T
-    svs = [*qk_sv, *ov_sv, dense_svdvals(m_in, ffn_method), dense_svdvals(m_out, ffn_method)]
+    f = head_factors(w, spec)
+    (qk_sv, qk21, qk11), (ov_sv, ov21, ov11), (in_sv, in21, in11), (out_sv, out21, out11) = \
+        run_jobs([
+            lambda: attention_spectra(f["q"], f["k"]),
+            lambda: attention_spectra(f["v"], f["o"]),
+            lambda: ffn_spectra(w.w_in, ffn_method),
+            lambda: ffn_spectra(w.w_out, ffn_method),
+        ])
     h = spec.num_heads
-    rows_cols = [(n, n)] * (2 * h) + [m_in.shape, m_out.shape]
-    n21 = [*qk21, *ov21, _column_norm_sum(m_in), _column_norm_sum(m_out)]
-    n11 = [*qk11, *ov11, float(np.abs(m_in).sum()), float(np.abs(m_out).sum())]
+    rows_cols = [(n, n)] * (2 * h) + [w.w_in.shape[::-1], w.w_out.shape[::-1]]
+    svs = [*qk_sv, *ov_sv, in_sv, out_sv]
+    n21 = [*qk21, *ov21, in21, out21]
+    n11 = [*qk11, *ov11, in11, out11]
     return _build(w.index, spec, rows_cols, svs, n21, n11)

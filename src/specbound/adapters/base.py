@@ -174,7 +174,92 @@ class Adapter:
         for l in range(self.spec().num_layers):
             yield self.layer(l)
 
+    def tensor_roles(self) -> list[TensorRoles]:
+        """``layer_roles`` of every block, in depth order (for ``specbound inspect``)."""
+        return [self.layer_roles(l) for l in range(self.spec().num_layers)]
+
     def ignored_tensors(self) -> list[str]:
         used = {t for l in range(self.spec().num_layers)
                 for ts in self.layer_roles(l).roles.values() for t in ts}
         return sorted(self._names - used)
+
+
+# ---- layout helpers for fused, Conv1D and interleaved tensors ---------------------------------
+#: Adaptation notes shared by several adapters (SPEC.md section 8).
+GQA_NOTE = (
+    "grouped-query attention: QK(l,h) and OV(l,h) use the key/value head that query head h "
+    "reads (h // (H / H_kv)) and h's block of W_O (SPEC 8)"
+)
+GATED_NOTE = (
+    "gated MLP: M_in = [W_gate; W_up] stacked (N x 2F), M_out = W_down; L_phi is the gate "
+    "activation's constant, though act(gate) * up is not globally Lipschitz (SPEC 8)"
+)
+FUSED_QKV_NOTE = (
+    "fused QKV projection split by the model's own layout before slicing heads (SPEC 8)"
+)
+
+
+def conv1d_to_linear(w: np.ndarray) -> np.ndarray:
+    """GPT-2 ``Conv1D`` stores (in, out); the ``nn.Linear`` layout is (out, in)."""
+    return np.ascontiguousarray(w.T)
+
+
+def split_rows(w: np.ndarray, sizes: list[int] | tuple[int, ...]) -> list[np.ndarray]:
+    """Split a fused (sum(sizes), in) weight into consecutive row blocks."""
+    if w.shape[0] != sum(sizes):
+        raise ConfigError(
+            f"fused weight has {w.shape[0]} rows but the parts need {sum(sizes)} ({sizes})"
+        )
+    out, start = [], 0
+    for n in sizes:
+        out.append(np.ascontiguousarray(w[start : start + n]))
+        start += n
+    return out
+
+
+def split_interleaved(
+    w: np.ndarray, groups: int, sizes: list[int] | tuple[int, ...]
+) -> list[np.ndarray]:
+    """Split rows laid out as ``groups`` repeats of [part0 | part1 | ...] (GPT-NeoX: per head
+    [q_h | k_h | v_h]); part i gathers its ``sizes[i]`` rows from every group, group-major."""
+    per = sum(sizes)
+    if w.shape[0] != groups * per:
+        raise ConfigError(
+            f"fused weight has {w.shape[0]} rows but {groups} groups of {sizes} need "
+            f"{groups * per}"
+        )
+    g = w.reshape(groups, per, *w.shape[1:])
+    out, start = [], 0
+    for n in sizes:
+        out.append(np.ascontiguousarray(g[:, start : start + n].reshape(groups * n, *w.shape[1:])))
+        start += n
+    return out
+
+
+class PatternAdapter(Adapter):
+    """An adapter described by tensor-name patterns (``{layer}`` = block index).
+
+    ``layouts``: (anchor, patterns) pairs, tried in order; the anchor is the suffix of a
+    layer-0 tensor that identifies the layout, and whatever precedes it in the checkpoint
+    (``model.``, ``transformer.``, ``vit.``...) is the prefix put in front of every pattern.
+    """
+
+    layouts: ClassVar[tuple[tuple[str, dict[str, tuple[str, ...]]], ...]] = ()
+
+    def _layout(self) -> tuple[str, dict[str, tuple[str, ...]]]:
+        if not hasattr(self, "_chosen"):
+            for anchor, patterns in self.layouts:
+                if any(n.endswith(anchor) for n in self._names):
+                    self._chosen = (self.find_prefix((anchor,)), patterns)
+                    break
+            else:
+                self.find_prefix(tuple(a for a, _ in self.layouts))  # raises the usual error
+        return self._chosen
+
+    def layer_roles(self, layer: int) -> TensorRoles:
+        prefix, patterns = self._layout()
+        return TensorRoles(
+            layer,
+            {role: [prefix + p.format(layer=layer) for p in pats]
+             for role, pats in patterns.items()},
+        )

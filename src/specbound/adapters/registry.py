@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .base import Adapter
 
 #: Adapter modules, imported on first use. A new architecture is one module added here.
-MODULES = ("bert",)
+MODULES = ("bert", "distilbert", "albert", "gpt2", "gpt_neox", "opt", "llama", "vit", "t5")
 
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False
