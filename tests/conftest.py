@@ -50,7 +50,8 @@ def write_tiny_bert(path: Path, layers: int = 2, hidden: int = 8, heads: int = 2
     for l in range(layers):
         p = f"encoder.layer.{l}."
         for n in ("query", "key", "value"):
-            sd[p + f"attention.self.{n}.weight"] = rng.standard_normal((hidden, hidden)).astype("f4")
+            w = rng.standard_normal((hidden, hidden)).astype("f4")
+            sd[p + f"attention.self.{n}.weight"] = w
         sd[p + "attention.output.dense.weight"] = rng.standard_normal((hidden, hidden)).astype("f4")
         sd[p + "intermediate.dense.weight"] = rng.standard_normal((ffn, hidden)).astype("f4")
         sd[p + "output.dense.weight"] = rng.standard_normal((hidden, ffn)).astype("f4")

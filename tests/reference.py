@@ -32,7 +32,8 @@ def _stats(a: np.ndarray) -> dict:
 def reference(directory: str | Path, l_phi: float = 1.13) -> dict:
     directory = Path(directory)
     cfg = json.loads((directory / "config.json").read_text())
-    sd = {k: v.astype(np.float64) for k, v in load_file(str(directory / "model.safetensors")).items()}
+    raw = load_file(str(directory / "model.safetensors"))
+    sd = {k: v.astype(np.float64) for k, v in raw.items()}
     L, N, H = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
     d = N // H
     rows = []  # (layer, head, type, stats)

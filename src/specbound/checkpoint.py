@@ -281,15 +281,13 @@ class TorchBinFile(DictSource):
                 "(pip install 'specbound[torch]') or convert it to safetensors"
             ) from None
         import pickle
+        import warnings
         import zipfile
 
         try:
-            try:
-                state = torch.load(self.path, map_location="cpu", weights_only=True, mmap=True)
-            except RuntimeError as exc:
-                if "mmap" not in str(exc):
-                    raise
-                state = torch.load(self.path, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch warns about pickle protocols on stderr
+                warnings.simplefilter("ignore")
+                state = self._load(torch)
         except pickle.UnpicklingError:
             raise CheckpointError(
                 f"{self.path} needs arbitrary code execution to unpickle, which specbound refuses; "
@@ -306,6 +304,14 @@ class TorchBinFile(DictSource):
             raise CheckpointError(f"{self.path} does not hold a state dict of tensors")
         state = {k: v for k, v in state.items() if hasattr(v, "shape")}
         super().__init__(state, where=str(self.path))
+
+    def _load(self, torch: Any) -> Any:
+        try:
+            return torch.load(self.path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:
+            if "mmap" not in str(exc):
+                raise
+            return torch.load(self.path, map_location="cpu", weights_only=True)
 
     def fingerprint(self) -> str:
         return _file_stamp(self.path)
