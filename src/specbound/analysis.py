@@ -216,16 +216,11 @@ def analyze(
     ceil(L + ln max(N, 2)). ``device``: None/"numpy" (LAPACK) or a torch device ("cpu",
     "cuda"). ``cache``: reuse spectra stored on disk for an unchanged checkpoint.
     """
-    from .adapters import get_adapter
+    from .adapters.registry import adapter_for
     from .checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(model, config, name=name)
-    if mapping is not None:
-        from .adapters.mapping import MappingAdapter
-
-        adapter = MappingAdapter.from_spec(ckpt, mapping)
-    else:
-        adapter = get_adapter(ckpt)
+    adapter = adapter_for(ckpt, mapping)
     spec = adapter.spec()
     if l_phi is None:
         l_phi = spec.l_phi

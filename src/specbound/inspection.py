@@ -50,16 +50,11 @@ def inspect_model(
     name: str | None = None,
 ) -> dict[str, Any]:
     """Spec, adaptations, every tensor with its role(s), and the ignored tensors of ``model``."""
-    from .adapters import get_adapter
+    from .adapters.registry import adapter_for
     from .checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(model, config, name=name)
-    if mapping is not None:
-        from .adapters.mapping import MappingAdapter
-
-        adapter = MappingAdapter.from_spec(ckpt, mapping)
-    else:
-        adapter = get_adapter(ckpt)
+    adapter = adapter_for(ckpt, mapping)
     spec = adapter.spec()
     uses: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for tr in adapter.tensor_roles():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
@@ -55,3 +55,12 @@ def get_adapter(checkpoint: Checkpoint) -> Adapter:
             "file (--mapping, see README)"
         )
     return cls(checkpoint)
+
+
+def adapter_for(checkpoint: Checkpoint, mapping: Any = None) -> Adapter:
+    """The user mapping's adapter when ``mapping`` is given, else the registered one."""
+    if mapping is not None:
+        from .mapping import MappingAdapter
+
+        return MappingAdapter.from_spec(checkpoint, mapping)
+    return get_adapter(checkpoint)
