@@ -19,10 +19,20 @@ from pathlib import Path
 import numpy as np
 
 SHAPES = {
-    "bert-base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
-                      intermediate_size=3072, dtype="F32"),
-    "big": dict(num_hidden_layers=24, hidden_size=2048, num_attention_heads=16,
-                intermediate_size=8192, dtype="BF16"),
+    "bert-base": dict(
+        num_hidden_layers=12,
+        hidden_size=768,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        dtype="F32",
+    ),
+    "big": dict(
+        num_hidden_layers=24,
+        hidden_size=2048,
+        num_attention_heads=16,
+        intermediate_size=8192,
+        dtype="BF16",
+    ),
 }
 
 
@@ -36,9 +46,11 @@ def tensors(cfg: dict) -> list[tuple[str, tuple[int, ...]]]:
         p = f"bert.encoder.layer.{l}."
         out += [(p + f"attention.self.{r}.weight", (n, n)) for r in ("query", "key", "value")]
         out += [(p + f"attention.self.{r}.bias", (n,)) for r in ("query", "key", "value")]
-        out += [(p + "attention.output.dense.weight", (n, n)),
-                (p + "intermediate.dense.weight", (f, n)),
-                (p + "output.dense.weight", (n, f))]
+        out += [
+            (p + "attention.output.dense.weight", (n, n)),
+            (p + "intermediate.dense.weight", (f, n)),
+            (p + "output.dense.weight", (n, f)),
+        ]
     return out
 
 
@@ -49,8 +61,9 @@ def encode(a: np.ndarray, dtype: str) -> bytes:
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()  # round to nearest
 
 
-def write_shard(path: Path, items: list[tuple[str, tuple[int, ...]]], dtype: str,
-                rng: np.random.Generator) -> None:
+def write_shard(
+    path: Path, items: list[tuple[str, tuple[int, ...]]], dtype: str, rng: np.random.Generator
+) -> None:
     size = 4 if dtype == "F32" else 2
     header, off = {}, 0
     for name, shape in items:
@@ -74,8 +87,13 @@ def make(kind: str, out: Path, shard_gb: float, seed: int = 0) -> Path:
     dtype = cfg.pop("dtype")
     d = out / f"random-{kind}"
     d.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": "bert", "architectures": ["BertModel"], "hidden_act": "gelu",
-              "torch_dtype": "bfloat16" if dtype == "BF16" else "float32", **cfg}
+    config = {
+        "model_type": "bert",
+        "architectures": ["BertModel"],
+        "hidden_act": "gelu",
+        "torch_dtype": "bfloat16" if dtype == "BF16" else "float32",
+        **cfg,
+    }
     (d / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     rng = np.random.default_rng(seed)
     size = 4 if dtype == "F32" else 2
@@ -100,7 +118,8 @@ def make(kind: str, out: Path, shard_gb: float, seed: int = 0) -> Path:
             write_shard(d / fname, items_i, dtype, rng)
             weight_map.update({name: fname for name, _ in items_i})
         (d / "model.safetensors.index.json").write_text(
-            json.dumps({"metadata": {}, "weight_map": weight_map}, indent=1) + "\n")
+            json.dumps({"metadata": {}, "weight_map": weight_map}, indent=1) + "\n"
+        )
     return d
 
 
@@ -108,8 +127,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kind", choices=sorted(SHAPES))
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "_data")
-    ap.add_argument("--shard-gb", type=float, default=None,
-                    help="max shard size (default: one file for bert-base, 0.5 GB for big)")
+    ap.add_argument(
+        "--shard-gb",
+        type=float,
+        default=None,
+        help="max shard size (default: one file for bert-base, 0.5 GB for big)",
+    )
     a = ap.parse_args()
     shard_gb = a.shard_gb if a.shard_gb is not None else (0.5 if a.kind == "big" else 100.0)
     print(make(a.kind, a.out, shard_gb))

@@ -58,10 +58,16 @@ def matrix_row(m: np.ndarray) -> dict:
     s1 = float(s[0])
     fro = float(np.sqrt(np.sum(m * m)))
     return {
-        "rows": m.shape[0], "cols": m.shape[1], "spectral_norm": s1, "frobenius_norm": fro,
-        "nuclear_norm": float(s.sum()), "norm_21": float(np.linalg.norm(m, axis=0).sum()),
-        "norm_11": float(np.abs(m).sum()), "rank": int(kept.size),
-        "stable_rank": fro**2 / s1**2 if s1 > 0 else 0.0, "_kept": kept,
+        "rows": m.shape[0],
+        "cols": m.shape[1],
+        "spectral_norm": s1,
+        "frobenius_norm": fro,
+        "nuclear_norm": float(s.sum()),
+        "norm_21": float(np.linalg.norm(m, axis=0).sum()),
+        "norm_11": float(np.abs(m).sum()),
+        "rank": int(kept.size),
+        "stable_rank": fro**2 / s1**2 if s1 > 0 else 0.0,
+        "_kept": kept,
     }
 
 
@@ -102,25 +108,51 @@ def main(argv: list[str] | None = None) -> None:
         wo = w.get(p + "attention.output.dense.weight")
         for h in range(H):
             hs = slice(h * d, (h + 1) * d)
-            rows.append({"layer": l, "head": h, "matrix_type": "QK",
-                         **matrix_row(wq[hs, :].T @ wk[hs, :])})
+            rows.append(
+                {"layer": l, "head": h, "matrix_type": "QK", **matrix_row(wq[hs, :].T @ wk[hs, :])}
+            )
         for h in range(H):
             hs = slice(h * d, (h + 1) * d)
-            rows.append({"layer": l, "head": h, "matrix_type": "OV",
-                         **matrix_row(wv[hs, :].T @ wo[:, hs].T)})
-        rows.append({"layer": l, "head": -1, "matrix_type": "M_in",
-                     **matrix_row(w.get(p + "intermediate.dense.weight").T)})
-        rows.append({"layer": l, "head": -1, "matrix_type": "M_out",
-                     **matrix_row(w.get(p + "output.dense.weight").T)})
+            rows.append(
+                {
+                    "layer": l,
+                    "head": h,
+                    "matrix_type": "OV",
+                    **matrix_row(wv[hs, :].T @ wo[:, hs].T),
+                }
+            )
+        rows.append(
+            {
+                "layer": l,
+                "head": -1,
+                "matrix_type": "M_in",
+                **matrix_row(w.get(p + "intermediate.dense.weight").T),
+            }
+        )
+        rows.append(
+            {
+                "layer": l,
+                "head": -1,
+                "matrix_type": "M_out",
+                **matrix_row(w.get(p + "output.dense.weight").T),
+            }
+        )
 
     def c2(l: int, t: str, h: int = -1) -> float:
-        return next(r["spectral_norm"] for r in rows
-                    if r["layer"] == l and r["matrix_type"] == t and r["head"] == h)
+        return next(
+            r["spectral_norm"]
+            for r in rows
+            if r["layer"] == l and r["matrix_type"] == t and r["head"] == h
+        )
 
     # alpha(l) = prod_{k=l+1}^{L-1} L_phi C2(M_in(k)) C2(M_out(k)) sum_h C2(OV)(1 + 4 C2(QK))
-    factor = [log(l_phi) + log(c2(k, "M_in")) + log(c2(k, "M_out"))
-              + log(sum(c2(k, "OV", h) * (1 + 4 * c2(k, "QK", h)) for h in range(H)))
-              for k in range(L)]
+    factor = [
+        log(l_phi)
+        + log(c2(k, "M_in"))
+        + log(c2(k, "M_out"))
+        + log(sum(c2(k, "OV", h) * (1 + 4 * c2(k, "QK", h)) for h in range(H)))
+        for k in range(L)
+    ]
     log_alpha = [sum(factor[l + 1 :]) for l in range(L)]
     m = a.grid_m if a.grid_m is not None else math.ceil(L + math.log(max(N, 2)))
     grid = [i / m for i in range(2 * m + 1)]
@@ -153,8 +185,12 @@ def main(argv: list[str] | None = None) -> None:
             lc = (lsp + p * log_s + (p + 1) * math.log(N)) / (p + 2)
             if lc < best:
                 best, best_p = lc, p
-        r.update(log10_alpha=log_alpha[l] / math.log(10), p_star=best_p,
-                 log10_scale=log_s / math.log(10), log10_contribution=best / math.log(10))
+        r.update(
+            log10_alpha=log_alpha[l] / math.log(10),
+            p_star=best_p,
+            log10_scale=log_s / math.log(10),
+            log10_contribution=best / math.log(10),
+        )
         log_c_all.append(best)
     log_sa = logsumexp(log_c_all + [0.5 * math.log(L)])
     log_xi = [logsumexp(x) for x in xi_terms]
@@ -166,11 +202,18 @@ def main(argv: list[str] | None = None) -> None:
         with open(a.table, "w") as fh:
             fh.write(",".join(cols) + "\n")
             for r in rows:
-                fh.write(",".join(repr(r[c]) if isinstance(r[c], float) else str(r[c])
-                                  for c in cols) + "\n")
-    out = {"grid_m": m, "L_phi": l_phi,
-           "bounds": {"spectrum_adaptive": {"log10": log_sa / math.log(10)},
-                      "norm_based": {"log10": log_nb / math.log(10)}}}
+                fh.write(
+                    ",".join(repr(r[c]) if isinstance(r[c], float) else str(r[c]) for c in cols)
+                    + "\n"
+                )
+    out = {
+        "grid_m": m,
+        "L_phi": l_phi,
+        "bounds": {
+            "spectrum_adaptive": {"log10": log_sa / math.log(10)},
+            "norm_based": {"log10": log_nb / math.log(10)},
+        },
+    }
     sys.stdout.write(json.dumps(out, indent=2) + "\n")
 
 

@@ -51,23 +51,39 @@ def run(cmd: list[str], env: dict | None = None, stdout: bool = False) -> dict:
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err.decode()[-2000:]}")
-    return {"wall_s": wall, "rss_mib": ru.ru_maxrss / 1024, "stdout": out.decode() if stdout
-            else None}
+    return {
+        "wall_s": wall,
+        "rss_mib": ru.ru_maxrss / 1024,
+        "stdout": out.decode() if stdout else None,
+    }
 
 
 def machine() -> dict:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
-                .splitlines() if ln.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import numpy
     from threadpoolctl import threadpool_info
 
-    blas = [f"{i['internal_api']} {i['version']} ({i.get('architecture')}, "
-            f"{i['num_threads']} threads)" for i in threadpool_info()
-            if i["user_api"] == "blas"]
-    return {"nproc": os.cpu_count(), "cpu": cpu, "numpy": numpy.__version__,
-            "blas": "; ".join(blas), "python": platform.python_version(),
-            "load_avg_at_start": os.getloadavg(),
-            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)")}
+    blas = [
+        f"{i['internal_api']} {i['version']} ({i.get('architecture')}, {i['num_threads']} threads)"
+        for i in threadpool_info()
+        if i["user_api"] == "blas"
+    ]
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "numpy": numpy.__version__,
+        "blas": "; ".join(blas),
+        "python": platform.python_version(),
+        "load_avg_at_start": os.getloadavg(),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
+    }
 
 
 def rel(a: float, b: float) -> float:
@@ -81,8 +97,17 @@ def compare_tables(sb_csv: Path, naive_csv: Path) -> dict:
     with open(sb_csv) as f1, open(naive_csv) as f2:
         a, b = list(csv.DictReader(f1)), list(csv.DictReader(f2))
     assert len(a) == len(b), (len(a), len(b))
-    cols = ["spectral_norm", "frobenius_norm", "nuclear_norm", "norm_21", "norm_11",
-            "stable_rank", "log10_alpha", "log10_scale", "log10_contribution"]
+    cols = [
+        "spectral_norm",
+        "frobenius_norm",
+        "nuclear_norm",
+        "norm_21",
+        "norm_11",
+        "stable_rank",
+        "log10_alpha",
+        "log10_scale",
+        "log10_contribution",
+    ]
     worst = {c: 0.0 for c in cols}
     mismatches = {"rank": 0, "p_star": 0, "key": 0}
     for x, y in zip(a, b, strict=True):
@@ -122,8 +147,10 @@ def compare_spectra(p: Path, q: Path) -> float:
 
 
 def bound_rel(j1: dict, j2: dict) -> float:
-    return max(rel(j1["bounds"][k]["log10"], j2["bounds"][k]["log10"])
-               for k in ("spectrum_adaptive", "norm_based"))
+    return max(
+        rel(j1["bounds"][k]["log10"], j2["bounds"][k]["log10"])
+        for k in ("spectrum_adaptive", "norm_based")
+    )
 
 
 def summarize(xs: list[float]) -> dict:
@@ -134,14 +161,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--big", action="store_true", help="also the 1.2B bf16 checkpoint")
-    ap.add_argument("--naive-threads", default="default,1",
-                    help="BLAS thread settings for the naive method: default and/or 1")
+    ap.add_argument(
+        "--naive-threads",
+        default="default,1",
+        help="BLAS thread settings for the naive method: default and/or 1",
+    )
     a = ap.parse_args()
 
     from specbound.demo import minilm_path
 
-    models = {"MiniLM-L6 (real)": Path(minilm_path()),
-              "BERT-base-shaped (random)": DATA / "random-bert-base"}
+    models = {
+        "MiniLM-L6 (real)": Path(minilm_path()),
+        "BERT-base-shaped (random)": DATA / "random-bert-base",
+    }
     for path in models.values():
         if not (path / "config.json").is_file():
             raise SystemExit(f"{path} missing: python benchmarks/make_checkpoints.py bert-base")
@@ -162,33 +194,62 @@ def main() -> None:
             for c in naive_cfgs:
                 e = dict(env) if c == "default" else {**env, "OPENBLAS_NUM_THREADS": c}
                 table = tmp / f"naive-{rep}.csv"
-                y = run([PY, str(HERE / "naive_dense.py"), str(path), "--table", str(table)],
-                        e, stdout=True)
+                y = run(
+                    [PY, str(HERE / "naive_dense.py"), str(path), "--table", str(table)],
+                    e,
+                    stdout=True,
+                )
                 r[f"naive[{c}]"].append(y)
                 naive_json = json.loads(y["stdout"])
-            print(f"  {name} rep {rep}: specbound {x['wall_s']:.2f}s; " + ", ".join(
-                f"naive[{c}] {r[f'naive[{c}]'][-1]['wall_s']:.2f}s" for c in naive_cfgs),
-                flush=True)
+            print(
+                f"  {name} rep {rep}: specbound {x['wall_s']:.2f}s; "
+                + ", ".join(
+                    f"naive[{c}] {r[f'naive[{c}]'][-1]['wall_s']:.2f}s" for c in naive_cfgs
+                ),
+                flush=True,
+            )
         out = tmp / "sb-out"
         run([*sb, "analyze", str(path), "--no-cache", "-q", "--out", str(out)], env)
-        rec = {k: {"wall_s": summarize([v["wall_s"] for v in vs]),
-                   "rss_mib": max(v["rss_mib"] for v in vs)} for k, vs in r.items()}
+        rec = {
+            k: {
+                "wall_s": summarize([v["wall_s"] for v in vs]),
+                "rss_mib": max(v["rss_mib"] for v in vs),
+            }
+            for k, vs in r.items()
+        }
         rec["bounds_rel_diff_vs_naive"] = bound_rel(sb_json, naive_json)
         rec["table_vs_naive"] = compare_tables(out / "matrices.csv", tmp / "naive-0.csv")
         for c in naive_cfgs:
-            rec[f"ratio_median[{c}]"] = (rec[f"naive[{c}]"]["wall_s"]["median"]
-                                         / rec["specbound"]["wall_s"]["median"])
+            rec[f"ratio_median[{c}]"] = (
+                rec[f"naive[{c}]"]["wall_s"]["median"] / rec["specbound"]["wall_s"]["median"]
+            )
         # cached vs uncached vs torch
         run([*sb, "analyze", str(path), "-q"], env)  # fill the cache
         run([*sb, "analyze", str(path), "-q", "--out", str(tmp / "cached")], env)
-        run([*sb, "analyze", str(path), "--no-cache", "-q", "--device", "cpu",
-             "--out", str(tmp / "torch")], env)
-        rec["cached_vs_uncached_rel"] = compare_spectra(tmp / "cached" / "spectra.npz",
-                                                        out / "spectra.npz")
-        rec["torch_vs_numpy_rel"] = compare_spectra(tmp / "torch" / "spectra.npz",
-                                                    out / "spectra.npz")
-        warm = [run([*sb, "analyze", str(path), "-q", "--l-phi", "1.0"], env)["wall_s"]
-                for _ in range(a.reps)]
+        run(
+            [
+                *sb,
+                "analyze",
+                str(path),
+                "--no-cache",
+                "-q",
+                "--device",
+                "cpu",
+                "--out",
+                str(tmp / "torch"),
+            ],
+            env,
+        )
+        rec["cached_vs_uncached_rel"] = compare_spectra(
+            tmp / "cached" / "spectra.npz", out / "spectra.npz"
+        )
+        rec["torch_vs_numpy_rel"] = compare_spectra(
+            tmp / "torch" / "spectra.npz", out / "spectra.npz"
+        )
+        warm = [
+            run([*sb, "analyze", str(path), "-q", "--l-phi", "1.0"], env)["wall_s"]
+            for _ in range(a.reps)
+        ]
         rec["warm_cache_l_phi_wall_s"] = summarize(warm)
         results["models"][name] = rec
 
@@ -198,42 +259,60 @@ def main() -> None:
             raise SystemExit(f"{big} missing: python benchmarks/make_checkpoints.py big")
         x = run([*sb, "analyze", str(big), "--no-cache", "-q", "--json"], env, stdout=True)
         size = sum(f.stat().st_size for f in big.glob("*.safetensors"))
-        results["big"] = {"wall_s": x["wall_s"], "rss_mib": x["rss_mib"],
-                          "disk_gb": size / 1e9, "bounds": json.loads(x["stdout"])["bounds"]}
+        results["big"] = {
+            "wall_s": x["wall_s"],
+            "rss_mib": x["rss_mib"],
+            "disk_gb": size / 1e9,
+            "bounds": json.loads(x["stdout"])["bounds"],
+        }
     results["load_avg_at_end"] = os.getloadavg()
 
     print()
-    print("| model | specbound --no-cache (s) | naive dense (s) | ratio | peak RSS sb / naive "
-          "(MiB) | warm --l-phi (s) |")
+    print(
+        "| model | specbound --no-cache (s) | naive dense (s) | ratio | peak RSS sb / naive "
+        "(MiB) | warm --l-phi (s) |"
+    )
     print("|---|---|---|---|---|---|")
     for name, rec in results["models"].items():
         for c in naive_cfgs:
-            print(f"| {name} | {rec['specbound']['wall_s']['median']:.2f} | "
-                  f"{rec[f'naive[{c}]']['wall_s']['median']:.2f} (BLAS threads: {c}) | "
-                  f"{rec[f'ratio_median[{c}]']:.1f}x | {rec['specbound']['rss_mib']:.0f} / "
-                  f"{rec[f'naive[{c}]']['rss_mib']:.0f} | "
-                  f"{rec['warm_cache_l_phi_wall_s']['median']:.2f} |")
+            print(
+                f"| {name} | {rec['specbound']['wall_s']['median']:.2f} | "
+                f"{rec[f'naive[{c}]']['wall_s']['median']:.2f} (BLAS threads: {c}) | "
+                f"{rec[f'ratio_median[{c}]']:.1f}x | {rec['specbound']['rss_mib']:.0f} / "
+                f"{rec[f'naive[{c}]']['rss_mib']:.0f} | "
+                f"{rec['warm_cache_l_phi_wall_s']['median']:.2f} |"
+            )
     print()
     for name, rec in results["models"].items():
         t = rec["table_vs_naive"]
-        print(f"{name}: bounds vs naive {rec['bounds_rel_diff_vs_naive']:.1e} rel; table "
-              f"max rel {max(t['max_rel'].values()):.1e} over {t['rows']} matrices, "
-              f"mismatches {t['mismatches']}; cached vs uncached "
-              f"{rec['cached_vs_uncached_rel']:.1e}; "
-              f"torch vs numpy {rec['torch_vs_numpy_rel']:.1e}")
-        ok = (rec["bounds_rel_diff_vs_naive"] <= 1e-10 and max(t["max_rel"].values()) <= 1e-10
-              and not any(t["mismatches"].values()) and rec["cached_vs_uncached_rel"] <= 1e-10
-              and rec["torch_vs_numpy_rel"] <= 1e-10)
+        print(
+            f"{name}: bounds vs naive {rec['bounds_rel_diff_vs_naive']:.1e} rel; table "
+            f"max rel {max(t['max_rel'].values()):.1e} over {t['rows']} matrices, "
+            f"mismatches {t['mismatches']}; cached vs uncached "
+            f"{rec['cached_vs_uncached_rel']:.1e}; "
+            f"torch vs numpy {rec['torch_vs_numpy_rel']:.1e}"
+        )
+        ok = (
+            rec["bounds_rel_diff_vs_naive"] <= 1e-10
+            and max(t["max_rel"].values()) <= 1e-10
+            and not any(t["mismatches"].values())
+            and rec["cached_vs_uncached_rel"] <= 1e-10
+            and rec["torch_vs_numpy_rel"] <= 1e-10
+        )
         print(f"  numbers agree to 1e-10: {'yes' if ok else 'NO'}")
         rec["agree_1e-10"] = ok
     if "big" in results:
         b = results["big"]
-        print(f"1.2B bf16 ({b['disk_gb']:.2f} GB): wall {b['wall_s']:.1f} s, peak RSS "
-              f"{b['rss_mib']:.0f} MiB")
+        print(
+            f"1.2B bf16 ({b['disk_gb']:.2f} GB): wall {b['wall_s']:.1f} s, peak RSS "
+            f"{b['rss_mib']:.0f} MiB"
+        )
     DATA.mkdir(exist_ok=True)
     (DATA / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    if any(not math.isfinite(r["ratio_median[" + naive_cfgs[0] + "]"])
-           for r in results["models"].values()):
+    if any(
+        not math.isfinite(r["ratio_median[" + naive_cfgs[0] + "]"])
+        for r in results["models"].values()
+    ):
         raise SystemExit(1)
 
 

@@ -47,9 +47,12 @@ def main() -> None:
                 r = run([*sb, "analyze", str(path), "--no-cache", "-q", "--json"], env)
                 times[c].append(r["wall_s"])
                 rss[c] = max(rss[c], r["rss_mib"])
-        print(f"| {name} | " + " | ".join(
-            f"{statistics.median(times[c]):.2f} ({rss[c]:.0f})" for c in CONFIGS) + " |",
-            flush=True)
+        print(
+            f"| {name} | "
+            + " | ".join(f"{statistics.median(times[c]):.2f} ({rss[c]:.0f})" for c in CONFIGS)
+            + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

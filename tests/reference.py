@@ -20,11 +20,16 @@ def _stats(a: np.ndarray) -> dict:
     tol = 1e-10 * k * max(s[0], 1.0)
     kept = [float(x) for x in s if x > tol]
     return {
-        "rows": a.shape[0], "cols": a.shape[1], "sv": s, "kept": kept,
-        "spectral_norm": float(s[0]), "frobenius_norm": float(np.sqrt((a * a).sum())),
+        "rows": a.shape[0],
+        "cols": a.shape[1],
+        "sv": s,
+        "kept": kept,
+        "spectral_norm": float(s[0]),
+        "frobenius_norm": float(np.sqrt((a * a).sum())),
         "nuclear_norm": float(s.sum()),
         "norm_21": float(sum(np.linalg.norm(a[:, j]) for j in range(a.shape[1]))),
-        "norm_11": float(np.abs(a).sum()), "rank": len(kept),
+        "norm_11": float(np.abs(a).sum()),
+        "rank": len(kept),
         "stable_rank": float((a * a).sum() / s[0] ** 2) if s[0] > 0 else 0.0,
     }
 
@@ -81,8 +86,19 @@ def reference(directory: str | Path, l_phi: float = 1.13) -> dict:
             if best_c is None or c < best_c:
                 best_p, best_c = p, c
         total += best_c
-        out_rows.append({"layer": l, "head": h, "matrix_type": t, **st, "alpha": alpha[l],
-                         "gamma": gamma, "scale": s, "p_star": best_p, "contribution": best_c})
+        out_rows.append(
+            {
+                "layer": l,
+                "head": h,
+                "matrix_type": t,
+                **st,
+                "alpha": alpha[l],
+                "gamma": gamma,
+                "scale": s,
+                "p_star": best_p,
+                "contribution": best_c,
+            }
+        )
     sa = total + math.sqrt(L)
     inner = 1.0
     for l in range(L):

@@ -38,9 +38,15 @@ def test_cli_l_phi_override(tmp_path):
 
     from specbound.cli import app
 
-    cfg = transformers.OPTConfig(hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
-                                 ffn_dim=48, vocab_size=50, word_embed_proj_dim=32,
-                                 activation_function="relu2")
+    cfg = transformers.OPTConfig(
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        ffn_dim=48,
+        vocab_size=50,
+        word_embed_proj_dim=32,
+        activation_function="relu2",
+    )
     transformers.OPTModel(cfg).save_pretrained(tmp_path)
     runner = CliRunner()
     r = runner.invoke(app, ["analyze", str(tmp_path), "--quiet", "--no-cache"])

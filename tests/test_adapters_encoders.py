@@ -3,29 +3,33 @@
 from __future__ import annotations
 
 import pytest
-
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
-
-from adapter_harness import Family, check_family, text_inputs  # noqa: E402
-
-EAGER = {"attn_implementation": "eager"}
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)  # the random models are the same on every run
+from adapter_harness import (  # noqa: F401  (seeded_torch: autouse fixture)
+    EAGER,
+    Family,
+    check_family,
+    seeded_torch,
+    text_inputs,
+    torch,
+    transformers,
+)
 
 
 def test_distilbert(tmp_path):
     cfg = transformers.DistilBertConfig(
-        dim=32, n_heads=4, n_layers=2, hidden_dim=48, vocab_size=50, max_position_embeddings=32,
-        activation="gelu", **EAGER,
+        dim=32,
+        n_heads=4,
+        n_layers=2,
+        hidden_dim=48,
+        vocab_size=50,
+        max_position_embeddings=32,
+        activation="gelu",
+        **EAGER,
     )
     model = transformers.DistilBertForSequenceClassification(cfg)
     fam = Family(
         attn=lambda m: [b.attention for b in m.distilbert.transformer.layer],
-        x_from="q_lin", y_from="out_lin",
+        x_from="q_lin",
+        y_from="out_lin",
         ffn=lambda m: [(b.ffn.lin1, b.ffn.lin2) for b in m.distilbert.transformer.layer],
         inputs=text_inputs(50),
     )
@@ -37,9 +41,16 @@ def test_distilbert(tmp_path):
 @pytest.mark.parametrize("groups,inner", [(1, 1), (2, 2)])
 def test_albert_shared_layers(tmp_path, groups, inner):
     cfg = transformers.AlbertConfig(
-        hidden_size=32, num_attention_heads=4, num_hidden_layers=4, intermediate_size=48,
-        embedding_size=16, vocab_size=50, num_hidden_groups=groups, inner_group_num=inner,
-        hidden_act="gelu_new", **EAGER,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=4,
+        intermediate_size=48,
+        embedding_size=16,
+        vocab_size=50,
+        num_hidden_groups=groups,
+        inner_group_num=inner,
+        hidden_act="gelu_new",
+        **EAGER,
     )
     model = transformers.AlbertForMaskedLM(cfg)
     enc = model.albert.encoder
@@ -54,7 +65,8 @@ def test_albert_shared_layers(tmp_path, groups, inner):
 
     fam = Family(
         attn=lambda m: [lay.attention for lay in layers(m)],
-        x_from="query", y_from="dense",
+        x_from="query",
+        y_from="dense",
         ffn=lambda m: [(lay.ffn, lay.ffn_output) for lay in layers(m)],
         inputs=text_inputs(50),
     )
@@ -76,8 +88,14 @@ def test_albert_shared_layers(tmp_path, groups, inner):
 
 def test_vit(tmp_path):
     cfg = transformers.ViTConfig(
-        hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=48,
-        image_size=16, patch_size=4, num_labels=3, **EAGER,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        intermediate_size=48,
+        image_size=16,
+        patch_size=4,
+        num_labels=3,
+        **EAGER,
     )
     model = transformers.ViTForImageClassification(cfg)
 
@@ -87,7 +105,8 @@ def test_vit(tmp_path):
     blocks = lambda m: m.vit.layers  # noqa: E731
     fam = Family(
         attn=lambda m: [b.attention for b in blocks(m)],
-        x_from="q_proj", y_from="o_proj",
+        x_from="q_proj",
+        y_from="o_proj",
         ffn=lambda m: [(b.mlp.fc1, b.mlp.fc2) for b in blocks(m)],
         inputs=pixels,
     )
@@ -99,16 +118,22 @@ def test_vit(tmp_path):
 def test_vit_in_memory_layout_matches_saved(tmp_path):
     """transformers >= 5 modules name ViT tensors layers.{l}.attention.q_proj...; save_pretrained
     writes the classic encoder.layer.{l}.attention.attention.query... layout. Both must agree."""
-    import numpy as np
+    from spectral_checks import assert_spectra_sv_match
 
     from specbound.analysis import analyze
 
-    cfg = transformers.ViTConfig(hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
-                                 intermediate_size=48, image_size=8, patch_size=4)
+    cfg = transformers.ViTConfig(
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        intermediate_size=48,
+        image_size=8,
+        patch_size=4,
+    )
     model = transformers.ViTForImageClassification(cfg)
     model.save_pretrained(tmp_path)
     names = list(model.state_dict())
     assert any(".layers.0.attention.q_proj.weight" in n for n in names)
     saved = analyze(str(tmp_path), cache=False).spectra
     live = analyze(model, cache=False).spectra
-    np.testing.assert_allclose(live.sv_values, saved.sv_values, rtol=1e-12, atol=1e-15)
+    assert_spectra_sv_match(live, saved)

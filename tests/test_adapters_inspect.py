@@ -12,8 +12,14 @@ transformers = pytest.importorskip("transformers")
 
 
 def test_inspect_albert_shared(tmp_path):
-    cfg = transformers.AlbertConfig(hidden_size=32, num_attention_heads=4, num_hidden_layers=4,
-                                    intermediate_size=48, embedding_size=16, vocab_size=50)
+    cfg = transformers.AlbertConfig(
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=4,
+        intermediate_size=48,
+        embedding_size=16,
+        vocab_size=50,
+    )
     transformers.AlbertForMaskedLM(cfg).save_pretrained(tmp_path)
     info = inspect_model(str(tmp_path))
     roles = {t["name"]: t["role"] for t in info["tensors"]}
@@ -29,8 +35,15 @@ def test_inspect_albert_shared(tmp_path):
 
 
 def test_inspect_t5_cross_attention_ignored(tmp_path):
-    cfg = transformers.T5Config(d_model=32, num_heads=4, d_kv=8, num_layers=2, d_ff=48,
-                                vocab_size=50, decoder_start_token_id=0)
+    cfg = transformers.T5Config(
+        d_model=32,
+        num_heads=4,
+        d_kv=8,
+        num_layers=2,
+        d_ff=48,
+        vocab_size=50,
+        decoder_start_token_id=0,
+    )
     transformers.T5ForConditionalGeneration(cfg).save_pretrained(tmp_path)
     info = inspect_model(str(tmp_path))
     roles = {t["name"]: t["role"] for t in info["tensors"]}
@@ -46,8 +59,15 @@ def test_cli_inspect_gpt2_and_unknown(tmp_path):
 
     from specbound.cli import app
 
-    cfg = transformers.GPT2Config(n_embd=32, n_head=4, n_layer=2, vocab_size=50, n_positions=16,
-                                  bos_token_id=0, eos_token_id=0)
+    cfg = transformers.GPT2Config(
+        n_embd=32,
+        n_head=4,
+        n_layer=2,
+        vocab_size=50,
+        n_positions=16,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     transformers.GPT2LMHeadModel(cfg).save_pretrained(tmp_path)
     runner = CliRunner()
     r = runner.invoke(app, ["inspect", str(tmp_path), "--json"])

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from spectral_checks import assert_spectra_sv_match
 
 from specbound.adapters import get_adapter
 from specbound.adapters.base import split_interleaved
@@ -32,16 +33,24 @@ def save_safetensors(path: Path, tensors: dict[str, np.ndarray], config: dict) -
     from safetensors.numpy import save_file
 
     path.mkdir(parents=True, exist_ok=True)
-    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
-              str(path / "model.safetensors"))
+    save_file(
+        {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
+        str(path / "model.safetensors"),
+    )
     (path / "config.json").write_text(json.dumps(config))
     return path
 
 
 def tinynet(tmp_path: Path, seed: int = 0) -> tuple[Path, dict[str, np.ndarray], dict]:
     """The README's tinynet: fused qkv, fused gate_up, down stored (in, out)."""
-    cfg = {"model_type": "tinynet", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128,
-           "act": "silu"}
+    cfg = {
+        "model_type": "tinynet",
+        "d_model": 64,
+        "n_layers": 2,
+        "n_heads": 4,
+        "d_ff": 128,
+        "act": "silu",
+    }
     rng = np.random.default_rng(seed)
     n, f = 64, 128
     t: dict[str, np.ndarray] = {"embed.weight": rng.standard_normal((10, n))}
@@ -83,8 +92,11 @@ def test_readme_worked_example(tmp_path):
         want[("M_out", -1)] = t[f"blocks.{l}.mlp.down"]  # stored (in, out) = row-vector form
         for (kind, h), m in want.items():
             row = mats[(mats["layer"] == l) & (mats["matrix_type"] == kind) & (mats["head"] == h)]
-            worst = max(worst, rel(float(row.spectral_norm.iloc[0]), np.linalg.norm(m, 2)),
-                        rel(float(row.frobenius_norm.iloc[0]), np.linalg.norm(m)))
+            worst = max(
+                worst,
+                rel(float(row.spectral_norm.iloc[0]), np.linalg.norm(m, 2)),
+                rel(float(row.frobenius_norm.iloc[0]), np.linalg.norm(m)),
+            )
     assert worst < 1e-9
 
 
@@ -117,8 +129,7 @@ def test_cli_unknown_architecture_and_inspect(tmp_path):
     assert roles["blocks.0.attn.qkv.weight"] == "query+key+value @ layer 0"
     assert roles["blocks.1.mlp.gate_up.weight"] == "ffn_gate+ffn_in @ layer 1"
     assert roles["blocks.1.mlp.down"] == "ffn_out @ layer 1"
-    assert set(info["ignored"]) == {"embed.weight", "blocks.0.norm.weight",
-                                    "blocks.1.norm.weight"}
+    assert set(info["ignored"]) == {"embed.weight", "blocks.0.norm.weight", "blocks.1.norm.weight"}
     r = runner.invoke(app, ["inspect", str(path), "--mapping", str(mfile)])
     assert r.exit_code == 0 and "(ignored)" in r.stdout and "embed.weight" in r.stdout
 
@@ -185,8 +196,11 @@ def test_per_head_split_with_grouped_kv():
     h, kv, d, n = 6, 2, 3, 5
     g = h // kv
     rng = np.random.default_rng(1)
-    wq, wk, wv = (rng.standard_normal((h * d, n)), rng.standard_normal((kv * d, n)),
-                  rng.standard_normal((kv * d, n)))
+    wq, wk, wv = (
+        rng.standard_normal((h * d, n)),
+        rng.standard_normal((kv * d, n)),
+        rng.standard_normal((kv * d, n)),
+    )
     rows = []
     for j in range(kv):
         rows += [wq[j * g * d : (j + 1) * g * d], wk[j * d : (j + 1) * d], wv[j * d : (j + 1) * d]]
@@ -203,56 +217,113 @@ def _same_spectra(path: Path, mapping: dict) -> None:
     mapped = analyze(str(path), mapping=mapping, cache=False)
     a, b = built_in.spectra, mapped.spectra
     assert (a.layer == b.layer).all() and (a.matrix_type == b.matrix_type).all()
-    np.testing.assert_allclose(b.sv_values, a.sv_values, rtol=1e-12, atol=1e-15)
+    assert_spectra_sv_match(b, a)
     np.testing.assert_allclose(b.frobenius_norm, a.frobenius_norm, rtol=1e-12)
     np.testing.assert_allclose(b.norm_21, a.norm_21, rtol=1e-12)
 
 
 def test_mapping_matches_gpt2(tmp_path):
-    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        n_embd=32, n_head=4, n_layer=2, vocab_size=50, n_positions=16, bos_token_id=0,
-        eos_token_id=0))
+    model = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(
+            n_embd=32,
+            n_head=4,
+            n_layer=2,
+            vocab_size=50,
+            n_positions=16,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+    )
     model.save_pretrained(tmp_path)
     p = "transformer.h.{layer}."
-    _same_spectra(tmp_path, {
-        "num_layers": "n_layer", "hidden_size": "n_embd", "num_heads": "n_head",
-        "intermediate_size": 128, "activation": "activation_function", "orientation": "in_out",
-        "roles": {"output": p + "attn.c_proj.weight", "ffn_in": p + "mlp.c_fc.weight",
-                  "ffn_out": p + "mlp.c_proj.weight"},
-        "fused": [{"tensor": p + "attn.c_attn.weight", "roles": ["query", "key", "value"]}],
-    })
+    _same_spectra(
+        tmp_path,
+        {
+            "num_layers": "n_layer",
+            "hidden_size": "n_embd",
+            "num_heads": "n_head",
+            "intermediate_size": 128,
+            "activation": "activation_function",
+            "orientation": "in_out",
+            "roles": {
+                "output": p + "attn.c_proj.weight",
+                "ffn_in": p + "mlp.c_fc.weight",
+                "ffn_out": p + "mlp.c_proj.weight",
+            },
+            "fused": [{"tensor": p + "attn.c_attn.weight", "roles": ["query", "key", "value"]}],
+        },
+    )
 
 
 def test_mapping_matches_gpt_neox_per_head(tmp_path):
-    model = transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
-        hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=48,
-        vocab_size=50, bos_token_id=0, eos_token_id=0))
+    model = transformers.GPTNeoXForCausalLM(
+        transformers.GPTNeoXConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_hidden_layers=2,
+            intermediate_size=48,
+            vocab_size=50,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+    )
     model.save_pretrained(tmp_path)
     p = "gpt_neox.layers.{layer}."
-    _same_spectra(tmp_path, {
-        "num_layers": 2, "hidden_size": 32, "num_heads": 4, "intermediate_size": 48,
-        "roles": {"output": p + "attention.dense.weight",
-                  "ffn_in": p + "mlp.dense_h_to_4h.weight",
-                  "ffn_out": p + "mlp.dense_4h_to_h.weight"},
-        "fused": [{"tensor": p + "attention.query_key_value.weight",
-                   "roles": ["query", "key", "value"], "layout": "per_head"}],
-    })
+    _same_spectra(
+        tmp_path,
+        {
+            "num_layers": 2,
+            "hidden_size": 32,
+            "num_heads": 4,
+            "intermediate_size": 48,
+            "roles": {
+                "output": p + "attention.dense.weight",
+                "ffn_in": p + "mlp.dense_h_to_4h.weight",
+                "ffn_out": p + "mlp.dense_4h_to_h.weight",
+            },
+            "fused": [
+                {
+                    "tensor": p + "attention.query_key_value.weight",
+                    "roles": ["query", "key", "value"],
+                    "layout": "per_head",
+                }
+            ],
+        },
+    )
 
 
 def test_mapping_matches_llama_gqa(tmp_path):
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-        hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
-        intermediate_size=40, vocab_size=50))
+    model = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            num_hidden_layers=2,
+            intermediate_size=40,
+            vocab_size=50,
+        )
+    )
     model.save_pretrained(tmp_path)
     p = "model.layers.{layer}."
     mapping = {
-        "num_layers": 2, "hidden_size": 32, "num_heads": 4, "num_kv_heads": 2,
-        "intermediate_size": 40, "activation": "silu",
-        "roles": {r: p + t for r, t in [
-            ("query", "self_attn.q_proj.weight"), ("key", "self_attn.k_proj.weight"),
-            ("value", "self_attn.v_proj.weight"), ("output", "self_attn.o_proj.weight"),
-            ("ffn_gate", "mlp.gate_proj.weight"), ("ffn_in", "mlp.up_proj.weight"),
-            ("ffn_out", "mlp.down_proj.weight")]},
+        "num_layers": 2,
+        "hidden_size": 32,
+        "num_heads": 4,
+        "num_kv_heads": 2,
+        "intermediate_size": 40,
+        "activation": "silu",
+        "roles": {
+            r: p + t
+            for r, t in [
+                ("query", "self_attn.q_proj.weight"),
+                ("key", "self_attn.k_proj.weight"),
+                ("value", "self_attn.v_proj.weight"),
+                ("output", "self_attn.o_proj.weight"),
+                ("ffn_gate", "mlp.gate_proj.weight"),
+                ("ffn_in", "mlp.up_proj.weight"),
+                ("ffn_out", "mlp.down_proj.weight"),
+            ]
+        },
     }
     _same_spectra(tmp_path, mapping)
     notes = MappingAdapter.from_spec(load_checkpoint(str(tmp_path)), mapping).spec().adaptations
@@ -261,18 +332,35 @@ def test_mapping_matches_llama_gqa(tmp_path):
 
 
 def test_mapping_shared_layer_like_albert(tmp_path):
-    model = transformers.AlbertModel(transformers.AlbertConfig(
-        hidden_size=32, num_attention_heads=4, num_hidden_layers=3, intermediate_size=48,
-        embedding_size=16, vocab_size=50))
+    model = transformers.AlbertModel(
+        transformers.AlbertConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_hidden_layers=3,
+            intermediate_size=48,
+            embedding_size=16,
+            vocab_size=50,
+        )
+    )
     model.save_pretrained(tmp_path)
     p = "encoder.albert_layer_groups.0.albert_layers.0."
     mapping = {
-        "num_layers": 3, "hidden_size": 32, "num_heads": 4, "intermediate_size": 48,
+        "num_layers": 3,
+        "hidden_size": 32,
+        "num_heads": 4,
+        "intermediate_size": 48,
         "activation": "hidden_act",
-        "roles": {r: p + t for r, t in [
-            ("query", "attention.query.weight"), ("key", "attention.key.weight"),
-            ("value", "attention.value.weight"), ("output", "attention.dense.weight"),
-            ("ffn_in", "ffn.weight"), ("ffn_out", "ffn_output.weight")]},
+        "roles": {
+            r: p + t
+            for r, t in [
+                ("query", "attention.query.weight"),
+                ("key", "attention.key.weight"),
+                ("value", "attention.value.weight"),
+                ("output", "attention.dense.weight"),
+                ("ffn_in", "ffn.weight"),
+                ("ffn_out", "ffn_output.weight"),
+            ]
+        },
     }
     _same_spectra(tmp_path, mapping)
     adapter = MappingAdapter.from_spec(load_checkpoint(str(tmp_path)), mapping)
@@ -283,9 +371,16 @@ def test_mapping_shared_layer_like_albert(tmp_path):
 def test_builtin_adapter_missing_tensor_is_named(tmp_path):
     from safetensors.numpy import load_file, save_file
 
-    model = transformers.OPTModel(transformers.OPTConfig(
-        hidden_size=32, num_attention_heads=4, num_hidden_layers=2, ffn_dim=48, vocab_size=50,
-        word_embed_proj_dim=32))
+    model = transformers.OPTModel(
+        transformers.OPTConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_hidden_layers=2,
+            ffn_dim=48,
+            vocab_size=50,
+            word_embed_proj_dim=32,
+        )
+    )
     model.save_pretrained(tmp_path)
     st = load_file(str(tmp_path / "model.safetensors"))
     del st["decoder.layers.1.fc2.weight"]

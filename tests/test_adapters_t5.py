@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
-transformers = pytest.importorskip("transformers")
-torch = pytest.importorskip("torch")
-
-from adapter_harness import Family, check_family, text_inputs  # noqa: E402
-
-EAGER = {"attn_implementation": "eager"}
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)  # the random models are the same on every run
+from adapter_harness import (  # noqa: F401  (seeded_torch: autouse fixture)
+    EAGER,
+    Family,
+    check_family,
+    seeded_torch,
+    text_inputs,
+    torch,
+    transformers,
+)
 
 
 def _ffn(block, decoder):
@@ -35,15 +31,24 @@ def _family(encoder_only=False):
             out += [_ffn(b, True) for b in m.decoder.block]
         return out
 
-    return Family(attn=attn, x_from="q", y_from="o", ffn=ffn,
-                  inputs=text_inputs(50, decoder=not encoder_only))
+    return Family(
+        attn=attn, x_from="q", y_from="o", ffn=ffn, inputs=text_inputs(50, decoder=not encoder_only)
+    )
 
 
 def test_t5_encoder_decoder(tmp_path):
     # d_kv * num_heads (40) != d_model (32): the head size comes from d_kv
-    cfg = transformers.T5Config(d_model=32, num_heads=4, d_kv=10, num_layers=2,
-                                num_decoder_layers=3, d_ff=48, vocab_size=50,
-                                decoder_start_token_id=0, **EAGER)
+    cfg = transformers.T5Config(
+        d_model=32,
+        num_heads=4,
+        d_kv=10,
+        num_layers=2,
+        num_decoder_layers=3,
+        d_ff=48,
+        vocab_size=50,
+        decoder_start_token_id=0,
+        **EAGER,
+    )
     model = transformers.T5ForConditionalGeneration(cfg)
     rep = check_family(model, _family(), tmp_path)
     rep.assert_ok()
@@ -59,8 +64,9 @@ def test_t5_encoder_decoder(tmp_path):
 
 
 def test_t5_encoder_only(tmp_path):
-    cfg = transformers.T5Config(d_model=32, num_heads=4, d_kv=8, num_layers=2, d_ff=48,
-                                vocab_size=50, **EAGER)
+    cfg = transformers.T5Config(
+        d_model=32, num_heads=4, d_kv=8, num_layers=2, d_ff=48, vocab_size=50, **EAGER
+    )
     model = transformers.T5EncoderModel(cfg)
     rep = check_family(model, _family(encoder_only=True), tmp_path)
     rep.assert_ok()
@@ -69,9 +75,17 @@ def test_t5_encoder_only(tmp_path):
 
 
 def test_mt5_gated_gelu(tmp_path):
-    cfg = transformers.MT5Config(d_model=32, num_heads=4, d_kv=8, num_layers=2, d_ff=48,
-                                 vocab_size=50, feed_forward_proj="gated-gelu",
-                                 decoder_start_token_id=0, **EAGER)
+    cfg = transformers.MT5Config(
+        d_model=32,
+        num_heads=4,
+        d_kv=8,
+        num_layers=2,
+        d_ff=48,
+        vocab_size=50,
+        feed_forward_proj="gated-gelu",
+        decoder_start_token_id=0,
+        **EAGER,
+    )
     model = transformers.MT5ForConditionalGeneration(cfg)
     rep = check_family(model, _family(), tmp_path)
     rep.assert_ok()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
+from conftest import write_tiny_bert
 
 import specbound.analysis as analysis_mod
 from specbound import cache
@@ -18,24 +19,8 @@ from specbound.spectra import Spectra
 L, N, H, F = 2, 32, 4, 64
 
 
-def write_bert(directory: Path, seed: int = 0, dtype: type = np.float32) -> Path:
-    """A tiny random BERT checkpoint (config.json + model.safetensors)."""
-    rng = np.random.default_rng(seed)
-    directory.mkdir(parents=True, exist_ok=True)
-    t = {}
-    for l in range(L):
-        p = f"encoder.layer.{l}."
-        for r in ("query", "key", "value"):
-            t[p + f"attention.self.{r}.weight"] = rng.standard_normal((N, N))
-        t[p + "attention.output.dense.weight"] = rng.standard_normal((N, N))
-        t[p + "intermediate.dense.weight"] = rng.standard_normal((F, N))
-        t[p + "output.dense.weight"] = rng.standard_normal((N, F))
-    save_file({k: (v * 0.1).astype(dtype) for k, v in t.items()},
-              str(directory / "model.safetensors"))
-    (directory / "config.json").write_text(json.dumps({
-        "model_type": "bert", "num_hidden_layers": L, "hidden_size": N,
-        "num_attention_heads": H, "intermediate_size": F, "hidden_act": "gelu"}))
-    return directory
+#: A tiny random BERT checkpoint (config.json + model.safetensors): write_bert(dir, seed=0).
+write_bert = partial(write_tiny_bert, layers=L, hidden=N, heads=H, ffn=F, scale=0.1)
 
 
 @pytest.fixture
@@ -57,8 +42,9 @@ def assert_spectra_equal(a: Spectra, b: Spectra) -> None:
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
 
 
-def test_hit_and_other_bound_options(tmp_path: Path, cache_dir: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hit_and_other_bound_options(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ck = write_bert(tmp_path / "m")
     first = analyze(ck)
     assert not first.from_cache and cache.info()["entries"] == 1
@@ -69,8 +55,10 @@ def test_hit_and_other_bound_options(tmp_path: Path, cache_dir: Path,
     assert_spectra_equal(again.spectra, first.spectra)
     other = analyze(ck, l_phi=1.0, grid_m=7)  # only the bounds are recomputed
     assert other.from_cache and other.grid_m == 7 and other.l_phi == 1.0
-    for x, y in [(other.bounds.spectrum_adaptive.log, fresh.bounds.spectrum_adaptive.log),
-                 (other.bounds.norm_based.log, fresh.bounds.norm_based.log)]:
+    for x, y in [
+        (other.bounds.spectrum_adaptive.log, fresh.bounds.spectrum_adaptive.log),
+        (other.bounds.norm_based.log, fresh.bounds.norm_based.log),
+    ]:
         assert x == pytest.approx(y, rel=1e-12)
     np.testing.assert_array_equal(other.details.p_star, fresh.details.p_star)
 
@@ -131,15 +119,21 @@ def test_state_dict_is_not_cached(cache_dir: Path) -> None:
         sd[p + "attention.output.dense.weight"] = rng.standard_normal((N, N))
         sd[p + "intermediate.dense.weight"] = rng.standard_normal((F, N))
         sd[p + "output.dense.weight"] = rng.standard_normal((N, F))
-    cfg = {"model_type": "bert", "num_hidden_layers": L, "hidden_size": N,
-           "num_attention_heads": H, "intermediate_size": F}
+    cfg = {
+        "model_type": "bert",
+        "num_hidden_layers": L,
+        "hidden_size": N,
+        "num_attention_heads": H,
+        "intermediate_size": F,
+    }
     analyze(sd, config=cfg)
     assert not analyze(sd, config=cfg).from_cache
     assert cache.info()["entries"] == 0
 
 
-def test_unwritable_cache_dir_does_not_fail(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_cache_dir_does_not_fail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     monkeypatch.setenv("SPECBOUND_CACHE_DIR", str(blocker / "sub"))  # cannot be created
@@ -171,8 +165,7 @@ def test_cli_cache_info_clear_and_flags(tmp_path: Path, cache_dir: Path) -> None
     cold = json.loads(r.output)
     assert warm["L_phi"] == 1.0 and base["L_phi"] == pytest.approx(1.13)
     for k in ("spectrum_adaptive", "norm_based"):
-        assert warm["bounds"][k]["log10"] == pytest.approx(cold["bounds"][k]["log10"],
-                                                           rel=1e-12)
+        assert warm["bounds"][k]["log10"] == pytest.approx(cold["bounds"][k]["log10"], rel=1e-12)
     r = run(app, ["cache", "info"])
     assert r.exit_code == 0 and "1 entries" in r.output and str(cache_dir) in r.output
     r = run(app, ["cache", "clear"])

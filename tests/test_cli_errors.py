@@ -15,8 +15,13 @@ from conftest import write_tiny_bert
 
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "specbound.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def assert_clean_failure(tmp_path: Path, model: str, *needles: str, env: dict | None = None):
@@ -84,12 +89,20 @@ def test_shape_disagrees_with_config(tmp_path):
     assert_clean_failure(tmp_path, str(d), "encoder.layer.0.intermediate.dense.weight", "shape")
 
 
-def test_hub_id_offline_not_cached(tmp_path):
-    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"),
-           "HF_HUB_CACHE": str(tmp_path / "hf" / "hub")}
-    os.chdir(tmp_path)
-    assert_clean_failure(tmp_path, "google/bert_uncased_L-2_H-128_A-2",
-                         "google/bert_uncased_L-2_H-128_A-2", "offline", env=env)
+def test_hub_id_offline_not_cached(tmp_path, monkeypatch):
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+    }
+    monkeypatch.chdir(tmp_path)  # no ./google/... directory can shadow the hub id
+    assert_clean_failure(
+        tmp_path,
+        "google/bert_uncased_L-2_H-128_A-2",
+        "google/bert_uncased_L-2_H-128_A-2",
+        "offline",
+        env=env,
+    )
 
 
 class _Evil:
@@ -102,8 +115,11 @@ def test_pickle_needing_code_execution_refused(tmp_path):
 
     d = write_tiny_bert(tmp_path / "m")
     (d / "model.safetensors").unlink()
-    torch.save({"x": torch.zeros(2), "evil": _Evil()}, d / "pytorch_model.bin",
-               pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    torch.save(
+        {"x": torch.zeros(2), "evil": _Evil()},
+        d / "pytorch_model.bin",
+        pickle_protocol=pickle.HIGHEST_PROTOCOL,
+    )
     Path("/tmp/specbound_pwned").unlink(missing_ok=True)
     assert_clean_failure(tmp_path, str(d), "pytorch_model.bin", "code execution")
     assert not Path("/tmp/specbound_pwned").exists()
@@ -121,8 +137,9 @@ def test_good_bin_loads_with_weights_only(tmp_path):
     (d / "model.safetensors").unlink()
     torch.save({"bert." + k: v for k, v in sd.items()}, d / "pytorch_model.bin")
     a = specbound.analyze(str(d), cache=False)
-    assert a.bounds.spectrum_adaptive.log == pytest.approx(ref.bounds.spectrum_adaptive.log,
-                                                           rel=1e-12)
+    assert a.bounds.spectrum_adaptive.log == pytest.approx(
+        ref.bounds.spectrum_adaptive.log, rel=1e-12
+    )
 
 
 def test_out_and_json(tmp_path):
@@ -130,9 +147,19 @@ def test_out_and_json(tmp_path):
     r = run_cli("analyze", str(d), "--out", str(tmp_path / "o"), "--json", "--quiet")
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
-    assert set(s) >= {"model", "architecture", "num_layers", "hidden_size", "num_heads",
-                      "intermediate_size", "grid_m", "L_phi", "bounds", "adaptations",
-                      "specbound_version"}
+    assert set(s) >= {
+        "model",
+        "architecture",
+        "num_layers",
+        "hidden_size",
+        "num_heads",
+        "intermediate_size",
+        "grid_m",
+        "L_phi",
+        "bounds",
+        "adaptations",
+        "specbound_version",
+    }
     assert s == json.loads((tmp_path / "o" / "summary.json").read_text())
     import pandas as pd
 

@@ -40,22 +40,25 @@ def test_partial_local_dir(tmp_path: Path) -> None:
     (d / "bert_uncased_L-6_H-128_A-2").mkdir()  # no config.json: counts as missing
     assert find_local_miniature(d, "google/bert_uncased_L-2_H-256_A-4") is not None
     out = tmp_path / "out"
-    r = CliRunner().invoke(app, ["reproduce", "bert-miniatures", "--local-dir", str(d),
-                                 "--out", str(out), "-q"])
+    r = CliRunner().invoke(
+        app, ["reproduce", "bert-miniatures", "--local-dir", str(d), "--out", str(out), "-q"]
+    )
     assert r.exit_code == 0, r.output
     assert "21 of 24 checkpoints missing" in r.output
     assert "bert_uncased_L-12_H-768_A-12" in r.output and "bert_uncased_L-6_H-128_A-2" in r.output
     assert "bert_uncased_L-2_H-128_A-2," not in r.output.split("missing:", 1)[1]
     m = pd.read_csv(out / "models.csv")
-    assert sorted(m.model) == ["google/bert_uncased_L-2_H-128_A-2",
-                               "google/bert_uncased_L-2_H-256_A-4",
-                               "google/bert_uncased_L-4_H-128_A-2"]
+    assert sorted(m.model) == [
+        "google/bert_uncased_L-2_H-128_A-2",
+        "google/bert_uncased_L-2_H-256_A-4",
+        "google/bert_uncased_L-4_H-128_A-2",
+    ]
     g = pd.read_csv(out / "growth.csv")
     assert {("hidden_size", 2), ("num_layers", 128)} <= {
-        (r.axis, int(r.fixed_value)) for r in g[g.fit == "per_fixed"].itertuples()}
+        (r.axis, int(r.fixed_value)) for r in g[g.fit == "per_fixed"].itertuples()
+    }
     figs = {p.name for p in (out / "figures").glob("*.png")}
-    assert {"growth_vs_hidden_size.png", "growth_vs_num_layers.png",
-            "norm_scaling_L2.png"} <= figs
+    assert {"growth_vs_hidden_size.png", "growth_vs_num_layers.png", "norm_scaling_L2.png"} <= figs
     # L=12, N=768 is absent: the decay/contribution figures use the largest model present
     assert {"L4_N128_spectral_decay.png", "L4_N128_contribution_vs_p.png"} <= figs
     html = (out / "report.html").read_text()
@@ -67,8 +70,18 @@ def test_reproduce_errors(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "bert-miniatures" in r.output
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = CliRunner().invoke(app, ["reproduce", "bert-miniatures", "--local-dir", str(empty),
-                                 "--out", str(tmp_path / "o"), "-q"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "reproduce",
+            "bert-miniatures",
+            "--local-dir",
+            str(empty),
+            "--out",
+            str(tmp_path / "o"),
+            "-q",
+        ],
+    )
     assert r.exit_code == 2 and "none of the 24" in r.output
     assert not (tmp_path / "o").exists()
 
@@ -86,21 +99,31 @@ def _fake_hub_cache(root: Path, names: list[tuple[str, int, int]]) -> Path:
 
 def _offline_env(root: Path, hub: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(root / "hf_home"), HF_HUB_CACHE=str(hub),
-               SPECBOUND_CACHE_DIR=str(root / "sbcache"))
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_HOME=str(root / "hf_home"),
+        HF_HUB_CACHE=str(hub),
+        SPECBOUND_CACHE_DIR=str(root / "sbcache"),
+    )
     env.pop("HUGGINGFACE_HUB_CACHE", None)
     return env
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specbound.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "specbound.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_offline_hub_cache(tmp_path: Path) -> None:
     pytest.importorskip("huggingface_hub")
-    hub = _fake_hub_cache(tmp_path, [("bert_uncased_L-2_H-128_A-2", 2, 128),
-                                     ("bert_uncased_L-4_H-128_A-2", 4, 128)])
+    hub = _fake_hub_cache(
+        tmp_path, [("bert_uncased_L-2_H-128_A-2", 2, 128), ("bert_uncased_L-4_H-128_A-2", 4, 128)]
+    )
     env = _offline_env(tmp_path, hub)
     ids = ["google/bert_uncased_L-2_H-128_A-2", "google/bert_uncased_L-4_H-128_A-2"]
     p = _cli(["scale", *ids, "--out", str(tmp_path / "s"), "-q"], env)

@@ -7,71 +7,46 @@ here the same properties are checked at small scale.
 from __future__ import annotations
 
 import gc
-import json
 import tracemalloc
 import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
+from conftest import write_tiny_bert
+from spectral_checks import assert_sv_match
 
 from specbound.adapters import get_adapter
 from specbound.analysis import analyze, compute_spectra
 from specbound.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
-from specbound.spectra import Spectra
 
 TENSORS_PER_BLOCK = 6
 
 
-def bert_tensors(L: int, N: int, F: int, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    t = {"embeddings.word_embeddings.weight": rng.standard_normal((50, N))}
-    for l in range(L):
-        p = f"encoder.layer.{l}."
-        for r in ("query", "key", "value"):
-            t[p + f"attention.self.{r}.weight"] = rng.standard_normal((N, N)) * 0.1
-        t[p + "attention.output.dense.weight"] = rng.standard_normal((N, N)) * 0.1
-        t[p + "intermediate.dense.weight"] = rng.standard_normal((F, N)) * 0.1
-        t[p + "output.dense.weight"] = rng.standard_normal((N, F)) * 0.1
-    return t
-
-
-def write_config(d: Path, L: int, N: int, H: int, F: int) -> None:
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "config.json").write_text(json.dumps({
-        "model_type": "bert", "num_hidden_layers": L, "hidden_size": N,
-        "num_attention_heads": H, "intermediate_size": F}))
-
-
-def write_single(d: Path, t: dict, L: int, N: int, H: int, F: int) -> Path:
-    write_config(d, L, N, H, F)
-    save_file({k: v.astype(np.float32) for k, v in t.items()}, str(d / "model.safetensors"))
-    return d
-
-
-def write_sharded(d: Path, t: dict, L: int, N: int, H: int, F: int, shards: int) -> Path:
-    write_config(d, L, N, H, F)
-    names = list(t)
-    weight_map = {}
-    for i, part in enumerate(np.array_split(np.arange(len(names)), shards)):
-        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        save_file({names[j]: t[names[j]].astype(np.float32) for j in part}, str(d / fname))
-        weight_map.update({names[j]: fname for j in part})
-    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
-    return d
+def write_bert(d: Path, L: int, N: int, H: int, F: int, shards: int = 1) -> Path:
+    """Random BERT (weights N(0, 0.01), word embeddings) in one file or ``shards`` files."""
+    return write_tiny_bert(d, L, N, H, F, scale=0.1, vocab=50, shards=shards)
 
 
 def test_sharded_equals_single_file(tmp_path: Path) -> None:
     L, N, H, F = 3, 32, 4, 64
-    t = bert_tensors(L, N, F)
-    one = analyze(write_single(tmp_path / "one", t, L, N, H, F), cache=False)
-    ck = write_sharded(tmp_path / "sharded", t, L, N, H, F, shards=4)
-    assert isinstance(load_checkpoint(ck).source, ShardedSource)
-    many = analyze(ck, cache=False)
-    for f in Spectra._FIELDS:
-        np.testing.assert_array_equal(getattr(many.spectra, f), getattr(one.spectra, f))
-    assert many.bounds == one.bounds
+    single = write_bert(tmp_path / "one", L, N, H, F)
+    ck = write_bert(tmp_path / "sharded", L, N, H, F, shards=4)
+    src_one, src_many = load_checkpoint(single).source, load_checkpoint(ck).source
+    assert isinstance(src_many, ShardedSource)
+    assert sorted(src_many.names()) == sorted(src_one.names())
+    for name in src_one.names():  # the same tensors, bit for bit
+        np.testing.assert_array_equal(src_many.get(name), src_one.get(name), err_msg=name)
+    one, many = analyze(single, cache=False), analyze(ck, cache=False)
+    a, b = one.spectra, many.spectra
+    for f in ("layer", "head", "matrix_type", "rows", "cols", "sv_offsets", "rank"):
+        np.testing.assert_array_equal(getattr(b, f), getattr(a, f))
+    for f in ("frobenius_norm", "nuclear_norm", "norm_21", "norm_11"):
+        np.testing.assert_allclose(getattr(b, f), getattr(a, f), rtol=1e-12)
+    for i in range(len(a)):
+        assert_sv_match(b.singular_values(i), a.singular_values(i), int(min(a.rows[i], a.cols[i])))
+    for k in ("spectrum_adaptive", "norm_based"):
+        assert getattr(many.bounds, k).log == pytest.approx(getattr(one.bounds, k).log, rel=1e-12)
 
 
 class Recorder:
@@ -97,7 +72,7 @@ class Recorder:
 
 def test_reads_block_by_block_and_frees_each_block(tmp_path: Path) -> None:
     L, N, H, F = 4, 32, 4, 64
-    ck = load_checkpoint(write_sharded(tmp_path / "m", bert_tensors(L, N, F), L, N, H, F, 3))
+    ck = load_checkpoint(write_bert(tmp_path / "m", L, N, H, F, shards=3))
     rec = Recorder(ck.source)
     ck.source = rec
     adapter = get_adapter(ck)
@@ -115,7 +90,7 @@ def test_peak_memory_is_about_one_block(tmp_path: Path) -> None:
     """tracemalloc (numpy reports its buffers to it) peak during the spectra of a 6-block
     model stays near one block's float64 tensors, far below the whole model's."""
     L, N, H, F = 6, 128, 4, 512
-    ck = write_single(tmp_path / "m", bert_tensors(L, N, F), L, N, H, F)
+    ck = write_bert(tmp_path / "m", L, N, H, F)
     adapter = get_adapter(load_checkpoint(ck))
     block = (4 * N * N + 2 * N * F) * 8
     gc.collect()
@@ -146,10 +121,11 @@ def test_bf16_and_fp16_read_exactly(tmp_path: Path) -> None:
 def test_mapped_pages_released_after_each_tensor(tmp_path: Path, monkeypatch) -> None:
     """Every tensor read hands its mapped pages back (madvise), so RSS does not accumulate."""
     L, N, H, F = 2, 32, 4, 64
-    ck = write_single(tmp_path / "m", bert_tensors(L, N, F), L, N, H, F)
+    ck = write_bert(tmp_path / "m", L, N, H, F)
     released: list[str] = []
     orig = SafetensorsFile._release
-    monkeypatch.setattr(SafetensorsFile, "_release",
-                        lambda self, name: (released.append(name), orig(self, name))[1])
+    monkeypatch.setattr(
+        SafetensorsFile, "_release", lambda self, name: (released.append(name), orig(self, name))[1]
+    )
     analyze(ck, cache=False)
     assert len(released) == L * TENSORS_PER_BLOCK

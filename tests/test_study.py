@@ -52,9 +52,15 @@ def test_ols_hand_computed() -> None:
 def test_models_csv_matches_individual_analyses(grid: list[Path], study_out: Path) -> None:
     m = pd.read_csv(study_out / "models.csv")
     assert len(m) == 4
-    assert list(m.columns[:8]) == [
-        "model", "num_layers", "hidden_size", "num_heads", "intermediate_size",
-        "num_parameters", "spectrum_adaptive_log10", "norm_based_log10"]
+    assert list(m.columns[:7]) == [
+        "model",
+        "num_layers",
+        "hidden_size",
+        "num_heads",
+        "intermediate_size",
+        "spectrum_adaptive",
+        "norm_based",
+    ]
     assert {"share_p0", "share_p2"} <= set(m.columns)
     for path in grid:
         a = specbound.analyze(str(path), cache=False)
@@ -63,9 +69,15 @@ def test_models_csv_matches_individual_analyses(grid: list[Path], study_out: Pat
         assert row["hidden_size"] == a.spec.hidden_size
         assert row["num_heads"] == a.spec.num_heads
         assert row["num_parameters"] == a.num_parameters
-        assert row["spectrum_adaptive_log10"] == pytest.approx(
-            a.bounds.spectrum_adaptive.log10, rel=1e-12)
-        assert row["norm_based_log10"] == pytest.approx(a.bounds.norm_based.log10, rel=1e-12)
+        assert row["spectrum_adaptive"] == pytest.approx(
+            a.bounds.spectrum_adaptive.log10, rel=1e-12
+        )
+        assert row["norm_based"] == pytest.approx(a.bounds.norm_based.log10, rel=1e-12)
+        for name, value in a.measures.items():  # one column per measure, as analyze gives them
+            if value is None:
+                assert np.isnan(row[name])
+            else:
+                assert row[name] == pytest.approx(value, rel=1e-12)
         assert row["share_p0"] == pytest.approx(np.mean(a.details.p_star == 0))
         assert row["share_p2"] == pytest.approx(np.mean(a.details.p_star == 2))
 
@@ -83,19 +95,31 @@ def _hand_pooled(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[float, fl
 def test_growth_csv_against_hand_fit(study_out: Path) -> None:
     m = pd.read_csv(study_out / "models.csv")
     g = pd.read_csv(study_out / "growth.csv")
+    # every measure with a log10 on all models is fitted (no init here: no distance_from_init;
+    # a non-log measure that is not positive everywhere has no log to fit)
+    logs = {"spectrum_adaptive", "norm_based", "log_spectral_product", "log_frobenius_product"}
+    want = {c for c in m.columns[5:-2] if m[c].notna().all() and (c in logs or (m[c] > 0).all())}
+    assert "distance_from_init" not in want and "frobenius_sum" in want
+    assert set(g.measure) == want
+    fro = g[
+        (g.measure == "frobenius_sum") & (g.fit == "per_fixed") & (g.axis == "hidden_size")
+    ].iloc[0]
+    sub = m[m.num_layers == int(fro.fixed_value)].sort_values("hidden_size")
+    y = np.log10(sub.frobenius_sum.to_numpy(float))  # a non-log measure is fitted as log10
+    assert fro.exponent == pytest.approx((y[1] - y[0]) / np.log10(2.0), rel=1e-9)
     for proxy in ("spectrum_adaptive", "norm_based"):
         for axis, other in (("hidden_size", "num_layers"), ("num_layers", "hidden_size")):
-            rows = g[(g.proxy == proxy) & (g.axis == axis)]
+            rows = g[(g.measure == proxy) & (g.axis == axis)]
             per = rows[rows.fit == "per_fixed"]
             assert sorted(per.fixed_value.astype(int)) == sorted(m[other].unique())
             for r in per.itertuples():
                 sub = m[m[other] == int(r.fixed_value)].sort_values(axis)
-                x, y = sub[axis].to_numpy(float), sub[f"{proxy}_log10"].to_numpy(float)
+                x, y = sub[axis].to_numpy(float), sub[proxy].to_numpy(float)
                 assert r.n_points == 2
                 assert r.exponent == pytest.approx((y[1] - y[0]) / np.log10(x[1] / x[0]))
                 assert r.log10_per_unit == pytest.approx((y[1] - y[0]) / (x[1] - x[0]))
             pooled = rows[rows.fit == "pooled"].iloc[0]
-            x, y, z = m[axis].to_numpy(float), m[f"{proxy}_log10"].to_numpy(float), m[other]
+            x, y, z = m[axis].to_numpy(float), m[proxy].to_numpy(float), m[other]
             e, e_se = _hand_pooled(np.log10(x), y, z.to_numpy())
             u, u_se = _hand_pooled(x, y, z.to_numpy())
             assert pooled.n_points == 4
@@ -116,7 +140,9 @@ def test_study_outputs(study_out: Path) -> None:
     assert {"growth_vs_hidden_size.png", "growth_vs_num_layers.png"} <= {p.name for p in pngs}
     html = (study_out / "report.html").read_text()
     assert html.count('src="data:image/png;base64,') == len(pngs)
-    assert not list(study_out.glob(".*"))  # no temp leftovers
+    # no temp leftovers (beside it or inside); the manifest lists what specbound wrote
+    assert [p.name for p in study_out.glob(".*")] == [".specbound-manifest.json"]
+    assert not list(study_out.parent.glob(".specbound-*"))
 
 
 def test_python_api_and_manifest(grid: list[Path], tmp_path: Path) -> None:
@@ -134,19 +160,28 @@ def test_python_api_and_manifest(grid: list[Path], tmp_path: Path) -> None:
 
 
 def test_growth_table_skips_single_points() -> None:
-    m = pd.DataFrame({"num_layers": [2, 4, 6], "hidden_size": [64, 64, 128],
-                      "spectrum_adaptive_log10": [1.0, 2.0, 3.5],
-                      "norm_based_log10": [1.0, 3.0, 9.0]})
+    m = pd.DataFrame(
+        {
+            "num_layers": [2, 4, 6],
+            "hidden_size": [64, 64, 128],
+            "spectrum_adaptive": [1.0, 2.0, 3.5],
+            "norm_based": [1.0, 3.0, 9.0],
+        }
+    )
     g = growth_table(m)
     assert set(g.axis) == {"num_layers"}  # no N with >= 2 values at a fixed L
-    row = g[(g.proxy == "norm_based") & (g.fit == "per_fixed")].iloc[0]
+    assert set(g.measure) == {"spectrum_adaptive", "norm_based"}  # the measures present
+    row = g[(g.measure == "norm_based") & (g.fit == "per_fixed")].iloc[0]
     assert row.fixed_value == 64 and row.log10_per_unit == pytest.approx(1.0)
 
 
 def test_scale_errors_leave_no_output(grid: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "o"
-    r = CliRunner().invoke(app, ["scale", str(grid[0]), str(tmp_path / "nope"), "--out",
-                                 str(out), "-q"])
+    # every model broken: one error line, nothing written (one broken among good ones is
+    # skipped with a warning instead: tests/test_trust_outputs.py)
+    r = CliRunner().invoke(
+        app, ["scale", str(tmp_path / "nope"), str(tmp_path / "nope2"), "--out", str(out), "-q"]
+    )
     assert r.exit_code == 2
     assert r.output.count("error:") == 1 and "nope" in r.output
     assert not out.exists()
@@ -154,8 +189,9 @@ def test_scale_errors_leave_no_output(grid: list[Path], tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--manifest" in r.output
 
 
-def test_without_matplotlib(grid: list[Path], tmp_path: Path,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_matplotlib(
+    grid: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     from specbound.plots import require_matplotlib
 

@@ -19,8 +19,16 @@ if TYPE_CHECKING:
     from .errors import SpecboundError
     from .study import Study, scale
 
-__all__ = ["Analysis", "BoundValue", "Bounds", "SpecboundError", "Study", "__version__", "analyze",
-           "scale"]
+__all__ = [
+    "Analysis",
+    "BoundValue",
+    "Bounds",
+    "SpecboundError",
+    "Study",
+    "__version__",
+    "analyze",
+    "scale",
+]
 
 _LAZY = {
     "analyze": "analysis",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import SpecboundError
 from .spectra import M_IN, M_OUT, OV, QK, Spectra, rank_threshold
 
 LN10 = math.log(10.0)
@@ -89,10 +90,40 @@ def default_grid_m(num_layers: int, hidden_size: int) -> int:
     return int(math.ceil(num_layers + math.log(max(hidden_size, 2))))
 
 
+#: Largest accepted grid_m: the p search costs O(m) per matrix (memory and time); past this it
+#: takes minutes without moving any bound noticeably (the default is ceil(L + ln N)).
+MAX_GRID_M = 10_000
+
+
+def check_grid_m(grid_m: object) -> int | None:
+    """``grid_m`` as an int in [1, MAX_GRID_M] (None stays None); SpecboundError otherwise.
+
+    Integral floats (3.0) are accepted; 2.5, bools, strings, NaN are not (never truncated).
+    """
+    if grid_m is None:
+        return None
+    ok = isinstance(grid_m, (int, np.integer)) and not isinstance(grid_m, (bool, np.bool_))
+    if not ok and isinstance(grid_m, (float, np.floating)) and float(grid_m).is_integer():
+        ok = True
+    if not ok or not 1 <= grid_m <= MAX_GRID_M:
+        raise SpecboundError(f"grid_m must be an integer from 1 to {MAX_GRID_M}, got {grid_m!r}")
+    return int(grid_m)
+
+
+def check_l_phi(l_phi: object) -> float:
+    """``l_phi`` as a finite float > 0; SpecboundError otherwise (bools and strings too)."""
+    ok = isinstance(l_phi, (int, float, np.integer, np.floating)) and not isinstance(
+        l_phi, (bool, np.bool_)
+    )
+    if not ok or not (math.isfinite(float(l_phi)) and float(l_phi) > 0):
+        raise SpecboundError(f"l_phi must be a finite number > 0, got {l_phi!r}")
+    return float(l_phi)
+
+
 def p_grid(m: int) -> np.ndarray:
     """P_m = {0, 1/m, 2/m, ..., 2}."""
-    if m < 1:
-        raise ValueError(f"grid_m must be a positive integer, got {m}")
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise SpecboundError(f"grid_m must be a positive integer, got {m!r}")
     return np.arange(2 * m + 1, dtype=np.float64) / m
 
 
@@ -141,9 +172,25 @@ def compute_bounds(
     l_phi: float,
     grid_m: int | None = None,
 ) -> BoundDetails:
-    """Both proxies and their per-matrix details from a model's spectra."""
+    """Both proxies and their per-matrix details from a model's spectra.
+
+    Arguments are validated (SpecboundError): ``num_layers`` must match the layers of
+    ``spectra`` (every layer 0..L-1 present, none beyond), ``hidden_size`` >= 1, ``l_phi``
+    finite and > 0, ``grid_m`` None or an integer in [1, MAX_GRID_M].
+    """
+    for label, v in (("num_layers", num_layers), ("hidden_size", hidden_size)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise SpecboundError(f"{label} must be a positive integer, got {v!r}")
     L, N = int(num_layers), int(hidden_size)
-    m = default_grid_m(L, N) if grid_m is None else int(grid_m)
+    present = np.unique(spectra.layer)
+    if present.size != L or (L and (present[0] != 0 or present[-1] != L - 1)):
+        raise SpecboundError(
+            f"num_layers = {L} does not match the spectra, which cover layers "
+            f"{present.tolist() if present.size <= 8 else f'{present[0]}..{present[-1]}'}"
+        )
+    l_phi = check_l_phi(l_phi)
+    grid_m = check_grid_m(grid_m)
+    m = default_grid_m(L, N) if grid_m is None else grid_m
     grid = p_grid(m)
     c2 = spectra.spectral_norm
     lay, typ, head = spectra.layer, spectra.matrix_type, spectra.head

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .spectra import Spectra
+from .weights import WeightSpectra
+
+#: Prefix of the raw-weight arrays inside a cache entry.
+_W = "weights__"
 
 #: Bump when the spectra computation changes, so old entries are not reused.
-SPECTRA_VERSION = "2"
+SPECTRA_VERSION = "3"  # 3: raw-weight spectra (SPEC 9) stored beside the canonical ones
 #: Suffixes of the files in a checkpoint directory whose bytes are sampled into the key.
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json")
 _SAMPLE = 4096
@@ -56,8 +59,7 @@ def file_digest(path: Path) -> str:
 
 
 def _directory_digest(directory: Path) -> str:
-    files = sorted(p for p in directory.iterdir()
-                   if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)
     return "|".join(file_digest(p) for p in files)
 
 
@@ -96,41 +98,48 @@ def _consistent(s: Spectra, spec: Any) -> bool:
     if spec is None:
         return True
     L, H = int(spec.num_layers), int(spec.num_heads)
-    return (len(s) == L * (2 * H + 2) and int(s.sv_offsets[-1]) == s.sv_values.size
-            and (len(s) == 0 or (int(s.layer.min()) >= 0 and int(s.layer.max()) < L)))
+    return (
+        len(s) == L * (2 * H + 2)
+        and int(s.sv_offsets[-1]) == s.sv_values.size
+        and (len(s) == 0 or (int(s.layer.min()) >= 0 and int(s.layer.max()) < L))
+    )
 
 
-def load(key: str, spec: Any = None) -> Spectra | None:
-    """The cached spectra for ``key``; None when absent, unreadable or not shaped like ``spec``."""
+def load(key: str, spec: Any = None) -> tuple[Spectra, WeightSpectra] | None:
+    """The cached (spectra, raw-weight spectra) for ``key``; None when absent, unreadable or not
+    shaped like ``spec``."""
+    import numpy as np
+
     path = _path(key)
     if not path.is_file():
         return None
     try:
-        s = Spectra.load(path)
-    except Exception:  # truncated, corrupt or foreign file: recompute and overwrite
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        s = Spectra(**{f: arrays[f] for f in Spectra._FIELDS})
+        w = WeightSpectra.from_arrays(arrays, prefix=_W)
+    except Exception:  # truncated, corrupt, old or foreign file: recompute and overwrite
         return None
-    return s if _consistent(s, spec) else None
+    ok = _consistent(s, spec) and (
+        spec is None
+        or (len(w) == 6 * int(spec.num_layers) and int(w.sv_offsets[-1]) == w.sv_values.size)
+    )
+    return (s, w) if ok else None
 
 
-def store(key: str, spectra: Spectra) -> None:
-    """Write atomically (temp file + rename); a read-only or full cache dir is ignored."""
-    path = _path(key)
-    tmp = None
+def store(key: str, spectra: Spectra, weights: WeightSpectra) -> None:
+    """Write atomically (``io.atomic_file``); a read-only or full cache dir is ignored."""
+    import numpy as np
+
+    from .io import atomic_file
+
+    arrays = {f: getattr(spectra, f) for f in Spectra._FIELDS}
+    arrays.update(weights.arrays(prefix=_W))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".npz", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            spectra.save(fh)
-        os.replace(tmp, path)
-        tmp = None
+        with atomic_file(_path(key)) as fh:
+            np.savez(fh, **arrays)
     except OSError:
         pass
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def info() -> dict[str, Any]:

@@ -27,7 +27,7 @@ def _ranges(layers: list[int]) -> str:
 
 
 def describe_uses(uses: list[tuple[int, str]]) -> str:
-    """"query+key+value @ layer 0" style text for one tensor's (layer, role) uses."""
+    """ "query+key+value @ layer 0" style text for one tensor's (layer, role) uses."""
     by_roles: dict[str, list[int]] = defaultdict(list)
     per_layer: dict[int, list[str]] = defaultdict(list)
     for layer, role in uses:
@@ -48,13 +48,18 @@ def inspect_model(
     config: Any = None,
     mapping: str | os.PathLike[str] | dict | None = None,
     name: str | None = None,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
-    """Spec, adaptations, every tensor with its role(s), and the ignored tensors of ``model``."""
+    """Spec, adaptations, every tensor with its role(s), and the ignored tensors of ``model``.
+
+    ``prefix``: the tensor-name prefix of the model to inspect when the checkpoint holds several
+    (``student.``/``teacher.``); None detects it.
+    """
     from .adapters.registry import adapter_for
     from .checkpoint import load_checkpoint
 
     ckpt = load_checkpoint(model, config, name=name)
-    adapter = adapter_for(ckpt, mapping)
+    adapter = adapter_for(ckpt, mapping, prefix=prefix)
     spec = adapter.spec()
     uses: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for tr in adapter.tensor_roles():
@@ -63,18 +68,23 @@ def inspect_model(
                 uses[t].append((tr.layer, role))
     tensors = []
     for t in sorted(ckpt.source.names()):
-        tensors.append({
-            "name": t,
-            "shape": list(ckpt.source.shape(t)),
-            "dtype": str(ckpt.source.dtype(t)),
-            "role": describe_uses(uses[t]) if t in uses else None,
-        })
+        tensors.append(
+            {
+                "name": t,
+                "shape": list(ckpt.source.shape(t)),
+                "dtype": str(ckpt.source.dtype(t)),
+                "role": describe_uses(uses[t]) if t in uses else None,
+            }
+        )
     missing = sorted(set(uses) - set(ckpt.source.names()))
     return {
         "model": ckpt.name,
         "adapter": type(adapter).__name__,
-        "spec": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(spec).items()
-                 if k != "adaptations"},
+        "spec": {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in asdict(spec).items()
+            if k != "adaptations"
+        },
         "L_phi": spec.l_phi if _known_activation(spec) else None,
         "adaptations": list(spec.adaptations) + list(ckpt.notes),
         "tensors": tensors,
@@ -101,8 +111,11 @@ def format_inspection(info: dict[str, Any]) -> str:
         f"  L={s['num_layers']} N={s['hidden_size']} H={s['num_heads']}"
         + (f" H_kv={s['num_kv_heads']}" if s.get("num_kv_heads") else "")
         + f" d_h={s['head_dim']} F={s['intermediate_size']} activation={s['activation']}"
-        + (f" (L_phi={info['L_phi']:g})" if info["L_phi"] is not None
-           else " (L_phi unknown: pass --l-phi)"),
+        + (
+            f" (L_phi={info['L_phi']:g})"
+            if info["L_phi"] is not None
+            else " (L_phi unknown: pass --l-phi)"
+        ),
     ]
     for a in info["adaptations"]:
         lines.append(f"  adaptation: {a}")
@@ -111,12 +124,15 @@ def format_inspection(info: dict[str, Any]) -> str:
     lines.append(f"{'tensor':<{width}}  {'shape':<16} {'dtype':<8} role")
     for t in info["tensors"]:
         shape = "x".join(str(d) for d in t["shape"]) or "scalar"
-        lines.append(f"{t['name']:<{width}}  {shape:<16} {t['dtype']:<8} "
-                     f"{t['role'] or '(ignored)'}")
+        lines.append(
+            f"{t['name']:<{width}}  {shape:<16} {t['dtype']:<8} {t['role'] or '(ignored)'}"
+        )
     for t in info["missing"]:
         lines.append(f"{t:<{width}}  MISSING: the adapter needs it; analyze will fail")
     used = len(info["tensors"]) - len(info["ignored"])
     lines.append("")
-    lines.append(f"{used} tensors used, {len(info['ignored'])} ignored "
-                 "(embeddings, norms, biases, heads and anything not in SPEC section 2)")
+    lines.append(
+        f"{used} tensors used, {len(info['ignored'])} ignored "
+        "(embeddings, norms, biases, heads and anything not in SPEC section 2)"
+    )
     return "\n".join(lines)

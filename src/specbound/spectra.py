@@ -15,6 +15,7 @@ relative, else LAPACK's divide-and-conquer SVD (scipy ``gesdd``).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,10 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .adapters.base import LayerWeights, ModelSpec
-
-MATRIX_TYPES = ("QK", "OV", "M_in", "M_out")
-QK, OV, M_IN, M_OUT = range(4)
+from .core import M_IN, M_OUT, MATRIX_TYPES, OV, QK, LayerWeights, ModelSpec
 
 #: SPEC.md section 3: s_i counts toward the rank when s_i > RANK_RTOL * k * max(s_1, 1).
 RANK_RTOL = 1e-10
@@ -64,7 +62,7 @@ def lowrank_svdvals(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     They are the singular values of the small core R1 R2^T; x @ y^T has no others but zeros.
     """
     r1, r2 = lowrank_cores(x, y)
-    return np.linalg.svd(r1 @ np.swapaxes(r2, -1, -2), compute_uv=False)
+    return robust_svdvals(r1 @ np.swapaxes(r2, -1, -2))
 
 
 def lowrank_norm_21(r1: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -94,12 +92,6 @@ def lowrank_norm_11(
     return out
 
 
-def lowrank_entry_norms(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(2,1) and (1,1) norms of each x[h] @ y[h]^T (stacks of shape (H, N, d))."""
-    r1 = np.linalg.qr(x, mode="r")
-    return lowrank_norm_21(r1, y), lowrank_norm_11(x, y)
-
-
 def gram_is_accurate(sv: np.ndarray, k: int) -> bool:
     """Whether Gram-eigenvalue singular values are trusted: every s_i far above round-off.
 
@@ -125,7 +117,44 @@ def lapack_svdvals(m: np.ndarray) -> np.ndarray:
     """Singular values (descending) by LAPACK gesdd (scipy, imported only here)."""
     import scipy.linalg
 
-    return scipy.linalg.svdvals(m, overwrite_a=False, check_finite=False)
+    try:
+        return scipy.linalg.svdvals(m, overwrite_a=False, check_finite=False)
+    except np.linalg.LinAlgError:  # gesdd did not converge: the slower, sturdier gesvd
+        return scipy.linalg.svd(m, compute_uv=False, check_finite=False, lapack_driver="gesvd")
+
+
+def robust_svdvals(m: np.ndarray) -> np.ndarray:
+    """Singular values (descending) of a matrix or a stack (..., r, c): numpy's gesdd, retried
+    matrix by matrix with LAPACK gesvd when gesdd does not converge (LinAlgError)."""
+    try:
+        return np.linalg.svd(m, compute_uv=False)
+    except np.linalg.LinAlgError:
+        import scipy.linalg
+
+        flat = m.reshape(-1, *m.shape[-2:])
+        out = [
+            scipy.linalg.svd(a, compute_uv=False, check_finite=False, lapack_driver="gesvd")
+            for a in flat
+        ]
+        return np.stack(out).reshape(*m.shape[:-2], -1)
+
+
+def named_job(job: Callable[[], Any], what: str) -> Callable[[], Any]:
+    """``job`` whose LinAlgError (no convergence even after the gesvd retry) becomes a one-line
+    SpecboundError naming ``what`` (the matrices and layer)."""
+
+    def run() -> Any:
+        try:
+            return job()
+        except np.linalg.LinAlgError as exc:
+            from .errors import SpecboundError
+
+            raise SpecboundError(
+                f"the singular values of {what} did not converge ({exc}), even with LAPACK "
+                "gesvd; check these weights for extreme or degenerate values"
+            ) from None
+
+    return run
 
 
 def dense_svdvals(m: np.ndarray, method: str = "auto") -> np.ndarray:
@@ -139,8 +168,11 @@ def dense_svdvals(m: np.ndarray, method: str = "auto") -> np.ndarray:
     if m.size == 0:
         return np.zeros(0)
     if method in ("auto", "gram"):
-        sv = gram_svdvals(m)
-        if method == "gram" or gram_is_accurate(sv, min(m.shape)):
+        try:
+            sv = gram_svdvals(m)
+        except np.linalg.LinAlgError:  # eigvalsh did not converge: the SVD below
+            sv = None
+        if sv is not None and (method == "gram" or gram_is_accurate(sv, min(m.shape))):
             return sv
     return lapack_svdvals(m)
 
@@ -150,12 +182,61 @@ def _row_norm_sum(w: np.ndarray) -> float:
     return float(np.sqrt(np.einsum("ij,ij->i", w, w)).sum())
 
 
-def _column_norm_sum(m: np.ndarray) -> float:
-    return float(np.sqrt(np.einsum("ij,ij->j", m, m)).sum())
+class RaggedSpectra:
+    """Rows of matrices with their singular values in one flat array (``sv_offsets``,
+    ``sv_values``): the table mechanics shared by ``Spectra`` and ``weights.WeightSpectra``.
+    Subclasses are dataclasses listing their fields in ``_FIELDS``."""
+
+    _FIELDS: tuple[str, ...] = ()
+    layer: np.ndarray
+    frobenius_norm: np.ndarray
+    sv_offsets: np.ndarray
+    sv_values: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.layer.size)
+
+    def singular_values(self, i: int) -> np.ndarray:
+        return self.sv_values[self.sv_offsets[i] : self.sv_offsets[i + 1]]
+
+    @property
+    def spectral_norm(self) -> np.ndarray:
+        """C2 = s_1 (0 for an empty spectrum)."""
+        lens = np.diff(self.sv_offsets)
+        out = np.zeros(len(self))
+        nz = lens > 0
+        out[nz] = self.sv_values[self.sv_offsets[:-1][nz]]
+        return out
+
+    @property
+    def stable_rank(self) -> np.ndarray:
+        """||A||_F^2 / ||A||_2^2 (0 for the zero matrix)."""
+        s1 = self.spectral_norm
+        out = np.zeros(len(self))
+        nz = s1 > 0
+        out[nz] = self.frobenius_norm[nz] ** 2 / s1[nz] ** 2
+        return out
+
+    def with_layers(self, layer: int) -> Any:
+        """A copy with every row's layer set to ``layer`` (reuse of a shared block)."""
+        d = {f: getattr(self, f) for f in self._FIELDS}
+        d["layer"] = np.full_like(self.layer, layer)
+        return type(self)(**d)
+
+    @classmethod
+    def concat(cls, parts: Sequence[Any]) -> Any:
+        d = {
+            f: np.concatenate([getattr(p, f) for p in parts])
+            for f in cls._FIELDS
+            if f != "sv_offsets"
+        }
+        lens = np.concatenate([np.diff(p.sv_offsets) for p in parts])
+        d["sv_offsets"] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        return cls(**d)
 
 
 @dataclass
-class Spectra:
+class Spectra(RaggedSpectra):
     """Singular values and norms of every canonical matrix of a model, one row per matrix.
 
     Row order within a block: QK heads 0..H-1, OV heads 0..H-1, M_in, M_out. ``head`` is -1
@@ -176,15 +257,18 @@ class Spectra:
     sv_values: np.ndarray
 
     _FIELDS = (
-        "layer", "head", "matrix_type", "rows", "cols", "frobenius_norm", "nuclear_norm",
-        "norm_21", "norm_11", "sv_offsets", "sv_values",
+        "layer",
+        "head",
+        "matrix_type",
+        "rows",
+        "cols",
+        "frobenius_norm",
+        "nuclear_norm",
+        "norm_21",
+        "norm_11",
+        "sv_offsets",
+        "sv_values",
     )
-
-    def __len__(self) -> int:
-        return int(self.layer.size)
-
-    def singular_values(self, i: int) -> np.ndarray:
-        return self.sv_values[self.sv_offsets[i] : self.sv_offsets[i + 1]]
 
     def find(self, layer: int, matrix_type: str, head: int = -1) -> int:
         """Row index of one matrix."""
@@ -195,41 +279,12 @@ class Spectra:
         return int(hit[0])
 
     @property
-    def spectral_norm(self) -> np.ndarray:
-        """C2 = s_1 (0 for an empty spectrum)."""
-        lens = np.diff(self.sv_offsets)
-        out = np.zeros(len(self))
-        nz = lens > 0
-        out[nz] = self.sv_values[self.sv_offsets[:-1][nz]]
-        return out
-
-    @property
     def rank(self) -> np.ndarray:
         k = np.minimum(self.rows, self.cols)
-        return np.array([numerical_rank(self.singular_values(i), int(k[i]))
-                         for i in range(len(self))], dtype=np.int64)
-
-    @property
-    def stable_rank(self) -> np.ndarray:
-        s1 = self.spectral_norm
-        out = np.zeros(len(self))
-        nz = s1 > 0
-        out[nz] = self.frobenius_norm[nz] ** 2 / s1[nz] ** 2
-        return out
-
-    def with_layers(self, layer: int) -> Spectra:
-        """A copy with every row's layer set to ``layer`` (reuse of a shared block)."""
-        d = {f: getattr(self, f) for f in self._FIELDS}
-        d["layer"] = np.full_like(self.layer, layer)
-        return Spectra(**d)
-
-    @classmethod
-    def concat(cls, parts: Sequence[Spectra]) -> Spectra:
-        d = {f: np.concatenate([getattr(p, f) for p in parts]) for f in cls._FIELDS
-             if f != "sv_offsets"}
-        lens = np.concatenate([np.diff(p.sv_offsets) for p in parts])
-        d["sv_offsets"] = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        return cls(**d)
+        return np.array(
+            [numerical_rank(self.singular_values(i), int(k[i])) for i in range(len(self))],
+            dtype=np.int64,
+        )
 
     def save(self, path: str | Path) -> None:
         np.savez(path, **{f: getattr(self, f) for f in self._FIELDS})
@@ -264,8 +319,14 @@ def head_factors(w: LayerWeights, spec: ModelSpec) -> dict[str, np.ndarray]:
     }
 
 
-def _build(layer: int, spec: ModelSpec, rows_cols: list[tuple[int, int]], svs: list[np.ndarray],
-           n21: list[float], n11: list[float]) -> Spectra:
+def _build(
+    layer: int,
+    spec: ModelSpec,
+    rows_cols: list[tuple[int, int]],
+    svs: list[np.ndarray],
+    n21: list[float],
+    n11: list[float],
+) -> Spectra:
     h = spec.num_heads
     lens = np.array([s.size for s in svs], dtype=np.int64)
     sv_values = np.concatenate(svs) if svs else np.zeros(0)
@@ -292,11 +353,12 @@ def _abs_sum(w: np.ndarray, chunk_entries: int = _CHUNK_ENTRIES) -> float:
     return float(sum(np.abs(w[r : r + rows]).sum() for r in range(0, w.shape[0], rows)))
 
 
-def attention_spectra(x: np.ndarray, y: np.ndarray) -> tuple[list[np.ndarray], np.ndarray,
-                                                             np.ndarray]:
+def attention_spectra(
+    x: np.ndarray, y: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Core singular values, (2,1) and (1,1) norms of every x[h] @ y[h]^T (no N x N SVD)."""
     r1, r2 = lowrank_cores(x, y)
-    sv = np.linalg.svd(r1 @ np.swapaxes(r2, -1, -2), compute_uv=False)
+    sv = robust_svdvals(r1 @ np.swapaxes(r2, -1, -2))
     return list(sv), lowrank_norm_21(r1, y), lowrank_norm_11(x, y)
 
 
@@ -343,17 +405,24 @@ def run_jobs(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
 
 
 def _run_pooled(jobs: Sequence[Callable[[], Any]], workers: int) -> list[Any]:
+    # scipy bundles its own OpenBLAS. The controller only limits libraries loaded when it was
+    # made, so it is remade once scipy is loaded (else scipy's LAPACK runs multi-threaded
+    # inside every worker thread: oversubscribed, spinning, 4-10x slower on a loaded machine);
+    # importing scipy up front instead would cost every run ~0.5 s.
+    scipy_loaded = "scipy.linalg" in sys.modules
     if not _POOL or _POOL[2] != os.getpid():  # a forked child must not reuse dead threads
         from concurrent.futures import ThreadPoolExecutor
 
+        _POOL[:] = [ThreadPoolExecutor(max_workers=workers), None, os.getpid(), None]
+    if _POOL[3] is None or (scipy_loaded and not _POOL[3]):
         try:
             from threadpoolctl import ThreadpoolController
 
-            ctl = ThreadpoolController()
+            _POOL[1] = ThreadpoolController()
         except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-            ctl = None
-        _POOL[:] = [ThreadPoolExecutor(max_workers=workers), ctl, os.getpid()]
-    pool, ctl, _ = _POOL
+            _POOL[1] = None
+        _POOL[3] = scipy_loaded
+    pool, ctl = _POOL[0], _POOL[1]
     if ctl is None:
         return [f.result() for f in [pool.submit(j) for j in jobs]]
     with ctl.limit(limits=1, user_api="blas"):
@@ -366,18 +435,31 @@ def block_spectra(w: LayerWeights, spec: ModelSpec, ffn_method: str = "auto") ->
     QK/OV from d_h x d_h cores (``attention_spectra``), M_in = w_in.T and M_out = w_out.T by
     ``ffn_spectra`` (singular values of w and w.T coincide). The four jobs go to ``run_jobs``.
     """
+    return block_spectra_with(w, spec, (), ffn_method)[0]
+
+
+def block_spectra_with(
+    w: LayerWeights, spec: ModelSpec, extra: Sequence[Callable[[], Any]], ffn_method: str = "auto"
+) -> tuple[Spectra, list[Any]]:
+    """``block_spectra`` and the results of the ``extra`` jobs, run in the same ``run_jobs``
+    call (one pool round per block keeps both cores busy: the raw-weight SVDs of SPEC 9 go here).
+    """
     n = spec.hidden_size
     f = head_factors(w, spec)
-    (qk_sv, qk21, qk11), (ov_sv, ov21, ov11), (in_sv, in21, in11), (out_sv, out21, out11) = \
-        run_jobs([
-            lambda: attention_spectra(f["q"], f["k"]),
-            lambda: attention_spectra(f["v"], f["o"]),
-            lambda: ffn_spectra(w.w_in, ffn_method),
-            lambda: ffn_spectra(w.w_out, ffn_method),
-        ])
+    results = run_jobs(
+        [  # largest first: the pool takes jobs in order
+            named_job(lambda: ffn_spectra(w.w_in, ffn_method), f"M_in of layer {w.index}"),
+            named_job(lambda: ffn_spectra(w.w_out, ffn_method), f"M_out of layer {w.index}"),
+            *extra,
+            named_job(lambda: attention_spectra(f["q"], f["k"]), f"QK of layer {w.index}"),
+            named_job(lambda: attention_spectra(f["v"], f["o"]), f"OV of layer {w.index}"),
+        ]
+    )
+    (in_sv, in21, in11), (out_sv, out21, out11) = results[:2]
+    (qk_sv, qk21, qk11), (ov_sv, ov21, ov11) = results[-2:]
     h = spec.num_heads
     rows_cols = [(n, n)] * (2 * h) + [w.w_in.shape[::-1], w.w_out.shape[::-1]]
     svs = [*qk_sv, *ov_sv, in_sv, out_sv]
     n21 = [*qk21, *ov21, in21, out21]
     n11 = [*qk11, *ov11, in11, out11]
-    return _build(w.index, spec, rows_cols, svs, n21, n11)
+    return _build(w.index, spec, rows_cols, svs, n21, n11), results[2:-2]

@@ -23,6 +23,7 @@ natural measure of exponential growth in depth), each with its OLS standard erro
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,13 +37,21 @@ if TYPE_CHECKING:
 
 PROXIES = ("spectrum_adaptive", "norm_based")
 AXES = ("hidden_size", "num_layers")
-MODEL_COLUMNS = [
-    "model", "num_layers", "hidden_size", "num_heads", "intermediate_size", "num_parameters",
-    "spectrum_adaptive_log10", "norm_based_log10", "share_p0", "share_p2",
-]
+#: models.csv: sizes, then one column per registered measure (``measure_columns()``), then the
+#: shares of matrices at p = 0 and p = 2.
+SIZE_COLUMNS = ["model", "num_layers", "hidden_size", "num_heads", "intermediate_size"]
+P_COLUMNS = ["share_p0", "share_p2"]
 GROWTH_COLUMNS = [
-    "proxy", "axis", "fixed_axis", "fixed_value", "fit", "exponent", "exponent_se",
-    "log10_per_unit", "log10_per_unit_se", "n_points",
+    "measure",
+    "axis",
+    "fixed_axis",
+    "fixed_value",
+    "fit",
+    "exponent",
+    "exponent_se",
+    "log10_per_unit",
+    "log10_per_unit_se",
+    "n_points",
 ]
 
 
@@ -64,13 +73,43 @@ def ols(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> tuple
     return float(coef[0]), float(math.sqrt(max(cov[0, 0], 0.0)))
 
 
+def measure_columns() -> list[str]:
+    """The measure columns of models.csv: every registered measure, in SPEC 9 order."""
+    from .measures import measure_names
+
+    return measure_names()
+
+
+def model_columns() -> list[str]:
+    return SIZE_COLUMNS + measure_columns() + P_COLUMNS
+
+
+def log10_values(models: pd.DataFrame, name: str) -> np.ndarray | None:
+    """log10 of measure ``name`` per model (the value itself for log10 measures); None when
+    some model lacks it or a non-log measure is not positive (no log to fit)."""
+    from .measures import get_measure
+
+    if name not in models.columns:
+        return None
+    y = models[name].to_numpy(dtype=np.float64)
+    if not get_measure(name).log10:
+        if not np.all(y > 0):
+            return None
+        y = np.log10(y)
+    return y if y.size and np.all(np.isfinite(y)) else None
+
+
 def growth_table(models: pd.DataFrame) -> pd.DataFrame:
-    """Per-fixed and pooled growth fits of both proxies along both axes (see module doc)."""
+    """Per-fixed and pooled growth fits of every measure (log10 of it) along both axes (see
+    module doc). Measures undefined on some model (``distance_from_init`` without an init) are
+    left out."""
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
-    for proxy in PROXIES:
-        y_all = models[f"{proxy}_log10"].to_numpy(dtype=np.float64)
+    for proxy in measure_columns():
+        y_all = log10_values(models, proxy)
+        if y_all is None:
+            continue
         for axis in AXES:
             other = AXES[1 - AXES.index(axis)]
             x_all = models[axis].to_numpy(dtype=np.float64)
@@ -81,22 +120,41 @@ def growth_table(models: pd.DataFrame) -> pd.DataFrame:
                 if np.unique(x_all[sel]).size < 2:
                     continue
                 usable.append(sel)
-                rows.append(_fit_row(proxy, axis, other, int(z0), "per_fixed",
-                                     x_all[sel], y_all[sel], None))
+                rows.append(
+                    _fit_row(proxy, axis, other, int(z0), "per_fixed", x_all[sel], y_all[sel], None)
+                )
             if usable:
                 sel = np.logical_or.reduce(usable)
-                rows.append(_fit_row(proxy, axis, other, None, "pooled",
-                                     x_all[sel], y_all[sel], z_all[sel]))
+                rows.append(
+                    _fit_row(proxy, axis, other, None, "pooled", x_all[sel], y_all[sel], z_all[sel])
+                )
     return pd.DataFrame(rows, columns=GROWTH_COLUMNS)
 
 
-def _fit_row(proxy: str, axis: str, other: str, z0: int | None, fit: str, x: np.ndarray,
-             y: np.ndarray, groups: np.ndarray | None) -> dict[str, Any]:
+def _fit_row(
+    proxy: str,
+    axis: str,
+    other: str,
+    z0: int | None,
+    fit: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray | None,
+) -> dict[str, Any]:
     e, e_se = ols(np.log10(x), y, groups)
     u, u_se = ols(x, y, groups)
-    return {"proxy": proxy, "axis": axis, "fixed_axis": other, "fixed_value": z0, "fit": fit,
-            "exponent": e, "exponent_se": e_se, "log10_per_unit": u, "log10_per_unit_se": u_se,
-            "n_points": int(x.size)}
+    return {
+        "measure": proxy,
+        "axis": axis,
+        "fixed_axis": other,
+        "fixed_value": z0,
+        "fit": fit,
+        "exponent": e,
+        "exponent_se": e_se,
+        "log10_per_unit": u,
+        "log10_per_unit_se": u_se,
+        "n_points": int(x.size),
+    }
 
 
 def model_row(a: Analysis) -> dict[str, Any]:
@@ -109,9 +167,7 @@ def model_row(a: Analysis) -> dict[str, Any]:
         "hidden_size": s.hidden_size,
         "num_heads": s.num_heads,
         "intermediate_size": s.intermediate_size,
-        "num_parameters": a.num_parameters,
-        "spectrum_adaptive_log10": a.bounds.spectrum_adaptive.log10,
-        "norm_based_log10": a.bounds.norm_based.log10,
+        **{n: a.measures.get(n) for n in measure_columns()},
         "share_p0": float(np.mean(p == 0)) if p.size else 0.0,
         "share_p2": float(np.mean(p == 2)) if p.size else 0.0,
     }
@@ -126,22 +182,29 @@ class Study:
     analyses: list[Analysis] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     title: str = "Scaling study"
+    #: (model, reason) for each model that could not be analyzed (bad input) and was left out.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    def to_dir(self, path: Any, extra_figures: Callable[[Any], list[Any]] | None = None) -> Any:
-        """Write models.csv, growth.csv, figures/ and report.html into ``path``, atomically."""
+    def to_dir(self, path: Any, extra: Callable[[Any], object] | None = None) -> Any:
+        """Write models.csv, growth.csv and skipped.csv (when models were skipped) into ``path``
+        through ``io.output_dir`` (one atomic write). No figures: ``extra(tmp)`` may add files
+        to the same write, e.g. ``lambda tmp: report.write_study(study, tmp)`` for figures/ and
+        report.html (the CLI does this); CSVs alone need no matplotlib."""
         from pathlib import Path
 
-        from . import plots
-        from .io import atomic_dir
-        from .report import write_study_report
+        import pandas as pd
 
-        with atomic_dir(path) as tmp:
+        from .io import output_dir
+
+        with output_dir(path) as tmp:
             self.models.to_csv(tmp / "models.csv", index=False, float_format="%.17g")
             self.growth.to_csv(tmp / "growth.csv", index=False, float_format="%.17g")
-            figs = plots.study_figures(self, tmp / "figures")
-            if extra_figures is not None:
-                figs += extra_figures(tmp / "figures")
-            write_study_report(self, tmp, figs)
+            if self.skipped:
+                pd.DataFrame(self.skipped, columns=["model", "reason"]).to_csv(
+                    tmp / "skipped.csv", index=False
+                )
+            if extra is not None:
+                extra(tmp)
         return Path(path)
 
 
@@ -154,26 +217,95 @@ def scale(
     cache: bool = True,
     names: Sequence[str] | None = None,
     on_model: Callable[[int, int, str], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+    engine: str = "local",
+    engine_options: dict[str, Any] | None = None,
+    prefix: str | None = None,
 ) -> Study:
-    """Analyze every model (cache reused) and fit the growth of both proxies."""
+    """Analyze every model (cache reused) and fit the growth of both proxies.
+
+    ``engine``: ``"local"`` (this process, one model after the other) or ``"ray"`` (one Ray task
+    per model; ``engine_options`` go to ``specbound.engines.ray.analyze_models``: ``address``,
+    ``num_cpus``, ``threads``, ``max_retries``, ``state_dir`` to resume, ...).
+
+    A model that cannot be analyzed (a ``SpecboundError``: bad checkpoint, config, ...) is
+    skipped: ``on_skip(name, reason)`` is called and it is listed in ``Study.skipped``. Raises
+    SpecboundError only when no model could be analyzed.
+    """
     import pandas as pd
 
     from .analysis import analyze
+    from .errors import SpecboundError
 
     if len(models) == 0:
-        raise ValueError("scale needs at least one model")
+        raise SpecboundError("scale needs at least one model")
+    seen: dict[str, str] = {}
+    for i, m in enumerate(models):  # a model listed twice would weigh twice in the growth fits
+        if not isinstance(m, (str, os.PathLike)):
+            continue
+        label = str(names[i] if names is not None else os.fspath(m))
+        key = os.path.realpath(m) if os.path.exists(m) else os.fspath(m)  # ./a and a alike
+        if key in seen:
+            same = "" if seen[key] == label else f" (as '{seen[key]}' and '{label}')"
+            raise SpecboundError(f"model '{label}' is listed twice{same}; list each model once")
+        seen[key] = label
+    from .analysis import check_device
+    from .bounds import check_grid_m, check_l_phi
+
+    # options are checked once, up front: a bad option is not a broken model
+    grid_m = check_grid_m(grid_m)
+    l_phi = None if l_phi is None else check_l_phi(l_phi)
+    check_device(device)
     analyses = []
-    for i, m in enumerate(models):
+    skipped: list[tuple[str, str]] = []
+    if engine != "local":
+        from .engines import get_engine
+
+        analyses, skipped = get_engine(engine).analyze_models(
+            models,
+            names=names,
+            on_model=on_model,
+            on_skip=on_skip,
+            analyze_kwargs={
+                "l_phi": l_phi,
+                "grid_m": grid_m,
+                "device": device,
+                "cache": cache,
+                **({"prefix": prefix} if prefix is not None else {}),
+            },
+            **(engine_options or {}),
+        )
+    for i, m in enumerate(models if engine == "local" else []):
         name = names[i] if names is not None else None
+        label = str(name or m)
         if on_model is not None:
-            on_model(i + 1, len(models), str(name or m))
-        analyses.append(analyze(m, l_phi=l_phi, grid_m=grid_m, device=device, cache=cache,
-                                name=name))
-    table = pd.DataFrame([model_row(a) for a in analyses], columns=MODEL_COLUMNS)
+            on_model(i + 1, len(models), label)
+        try:
+            analyses.append(
+                analyze(
+                    m,
+                    l_phi=l_phi,
+                    grid_m=grid_m,
+                    device=device,
+                    cache=cache,
+                    name=name,
+                    prefix=prefix,
+                )
+            )
+        except SpecboundError as exc:
+            skipped.append((label, str(exc)))
+            if on_skip is not None:
+                on_skip(label, str(exc))
+    if not analyses:
+        raise SpecboundError(
+            f"none of the {len(models)} models could be analyzed (first: "
+            f"{skipped[0][0]}: {skipped[0][1]})"
+        )
+    table = pd.DataFrame([model_row(a) for a in analyses], columns=model_columns())
     table = table.sort_values(["num_layers", "hidden_size", "model"], kind="stable")
     order = list(table.index)
     table = table.reset_index(drop=True)
-    return Study(table, growth_table(table), [analyses[i] for i in order])
+    return Study(table, growth_table(table), [analyses[i] for i in order], skipped=skipped)
 
 
 def read_manifest(path: Any) -> list[str]:
@@ -183,13 +315,20 @@ def read_manifest(path: Any) -> list[str]:
     """
     from pathlib import Path
 
+    from .checkpoint import check_regular_file
     from .errors import SpecboundError
 
     p = Path(path)
     try:
-        lines = p.read_text().splitlines()
+        if p.exists():  # a FIFO would block forever: refuse anything but a regular file
+            check_regular_file(p, "manifest", advice="pass a text file listing models")
+        lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise SpecboundError(f"cannot read manifest {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SpecboundError(
+            f"manifest {p} is not UTF-8 text; pass a text file listing models, one per line"
+        ) from None
     out = []
     for line in lines:
         item = line.split("#", 1)[0].strip()
@@ -210,8 +349,11 @@ MINIATURE_HIDDEN = (128, 256, 512, 768)
 
 def miniature_ids() -> list[str]:
     """The 24 hub ids ``google/bert_uncased_L-{L}_H-{N}_A-{N/64}``."""
-    return [f"google/bert_uncased_L-{L}_H-{N}_A-{N // 64}"
-            for L in MINIATURE_LAYERS for N in MINIATURE_HIDDEN]
+    return [
+        f"google/bert_uncased_L-{L}_H-{N}_A-{N // 64}"
+        for L in MINIATURE_LAYERS
+        for N in MINIATURE_HIDDEN
+    ]
 
 
 def find_local_miniature(local_dir: Any, hub_id: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .adapters.base import LayerWeights, ModelSpec
+from .core import LayerWeights, ModelSpec
 from .errors import SpecboundError
 from .spectra import Spectra, _build, gram_is_accurate
 
@@ -132,8 +132,12 @@ def make_block_spectra(device: str) -> Callable[[LayerWeights, ModelSpec], Spect
             out_sv, out21, out11 = ffn(tensor(w.w_out), ffn_method)
         rows_cols = [(n, n)] * (2 * h) + [w.w_in.shape[::-1], w.w_out.shape[::-1]]
         return _build(
-            w.index, spec, rows_cols, [*qk_sv, *ov_sv, in_sv, out_sv],
-            [*qk21, *ov21, in21, out21], [*qk11, *ov11, in11, out11],
+            w.index,
+            spec,
+            rows_cols,
+            [*qk_sv, *ov_sv, in_sv, out_sv],
+            [*qk21, *ov21, in21, out21],
+            [*qk11, *ov11, in11, out11],
         )
 
     return block_spectra

@@ -24,9 +24,9 @@ class AlbertAdapter(PatternAdapter):
     layouts = (("encoder.albert_layer_groups.0.albert_layers.0.attention.query.weight", {}),)
 
     def _sizes(self) -> tuple[int, int, int]:
-        L = int(self.cfg("num_hidden_layers"))
-        groups = int(self.cfg("num_hidden_groups", default=1))
-        inner = int(self.cfg("inner_group_num", default=1))
+        L = self.size("num_hidden_layers")
+        groups = self.size("num_hidden_groups", default=1)
+        inner = self.size("inner_group_num", default=1)
         return L, groups, inner
 
     def _group(self, layer: int) -> tuple[int, int]:
@@ -35,8 +35,8 @@ class AlbertAdapter(PatternAdapter):
         return int(i / (L / groups)), j
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("hidden_size"))
-        h = int(self.cfg("num_attention_heads"))
+        n = self.size("hidden_size")
+        h = self.size("num_attention_heads")
         L, groups, inner = self._sizes()
         distinct = groups * inner
         return ModelSpec(
@@ -45,7 +45,7 @@ class AlbertAdapter(PatternAdapter):
             hidden_size=n,
             num_heads=h,
             head_dim=self.head_dim(n, h),
-            intermediate_size=int(self.cfg("intermediate_size")),
+            intermediate_size=self.size("intermediate_size"),
             activation=str(self.cfg("hidden_act", default="gelu_new")),
             adaptations=(
                 f"ALBERT: {distinct} shared layer(s) applied {L * inner} times in depth; each "
@@ -53,9 +53,17 @@ class AlbertAdapter(PatternAdapter):
             ),
         )
 
+    def check_blocks(self) -> None:
+        """Groups 0..G-1 and, in group 0, layers 0..inner-1 are stored, and no more."""
+        _, groups, inner = self._sizes()
+        self.check_stack(groups, "num_hidden_groups", lambda g: self._roles_at(g, 0, g))
+        self.check_stack(inner, "inner_group_num", lambda j: self._roles_at(0, j, j))
+
     def layer_roles(self, layer: int) -> TensorRoles:
+        return self._roles_at(*self._group(layer), layer)
+
+    def _roles_at(self, g: int, j: int, layer: int) -> TensorRoles:
         prefix, _ = self._layout()
-        g, j = self._group(layer)
         p = f"{prefix}encoder.albert_layer_groups.{g}.albert_layers.{j}."
         return TensorRoles(
             layer,

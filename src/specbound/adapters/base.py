@@ -12,69 +12,33 @@ Only one block's tensors are in memory at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..activations import lipschitz_constant
 from ..checkpoint import Checkpoint
+from ..core import LayerWeights, ModelSpec, TensorRoles
 from ..errors import CheckpointError, ConfigError
 
-#: Roles a tensor can play, as reported by ``specbound inspect``.
-ROLES = ("query", "key", "value", "output", "ffn_in", "ffn_gate", "ffn_out")
+
+def positive_int(value: Any, key: str, where: str) -> int:
+    """``value`` of size key ``key`` as an int; a bool, float, string, zero or negative value
+    (JSON ``true``, ``1.7``, ``1e9``, ``Infinity``, ``0``, ``-2``) is a one-line ConfigError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        shown = json_repr(value)
+        raise ConfigError(f"'{key}' in {where} must be a positive integer, got {shown}; fix {key}")
+    return int(value)
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """Sizes and facts the bounds need; ``num_layers`` is depth in applications (ALBERT: L)."""
+def json_repr(value: Any) -> str:
+    """How ``value`` reads in JSON (``true``, ``1e+09``, ``Infinity``), for messages."""
+    import json
 
-    architecture: str
-    num_layers: int
-    hidden_size: int
-    num_heads: int
-    head_dim: int
-    intermediate_size: int
-    activation: str
-    num_kv_heads: int | None = None
-    adaptations: tuple[str, ...] = ()
-
-    @property
-    def kv_heads(self) -> int:
-        return self.num_kv_heads or self.num_heads
-
-    @property
-    def l_phi(self) -> float:
-        return lipschitz_constant(self.activation)
-
-
-@dataclass
-class LayerWeights:
-    """One block's weights in ``nn.Linear`` layout (out, in), float64.
-
-    ``wk``/``wv`` have ``num_kv_heads * head_dim`` rows (grouped-query attention); query head h
-    reads key/value head ``h // (num_heads // num_kv_heads)``. ``w_in`` may stack several
-    matrices (gate and up of a gated FFN). ``share_key``: blocks with equal keys hold the same
-    weights (ALBERT), so their spectra are computed once.
-    """
-
-    index: int
-    wq: np.ndarray
-    wk: np.ndarray
-    wv: np.ndarray
-    wo: np.ndarray
-    w_in: np.ndarray
-    w_out: np.ndarray
-    share_key: Any = None
-
-
-@dataclass
-class TensorRoles:
-    """Which tensor names feed each role of block ``layer`` (for ``inspect`` and errors)."""
-
-    layer: int
-    roles: dict[str, list[str]] = field(default_factory=dict)
+    try:
+        return json.dumps(value)[:60]
+    except (TypeError, ValueError):
+        return repr(value)[:60]
 
 
 class Adapter:
@@ -85,12 +49,18 @@ class Adapter:
     """
 
     model_types: ClassVar[tuple[str, ...]] = ()
+    #: config.json keys giving the number of blocks (the first present wins).
+    layer_keys: ClassVar[tuple[str, ...]] = ("num_hidden_layers",)
 
-    def __init__(self, checkpoint: Checkpoint) -> None:
+    def __init__(self, checkpoint: Checkpoint, prefix: str | None = None) -> None:
         self.checkpoint = checkpoint
         self.config = checkpoint.config
         self.source = checkpoint.source
         self._names = set(self.source.names())
+        if prefix is not None and not isinstance(prefix, str):
+            raise ConfigError(f"prefix must be a string such as 'bert.', got {prefix!r}")
+        #: The key prefix chosen by the user (``--prefix``/``prefix=``); None: detect it.
+        self.prefix = prefix
 
     # ---- to implement -------------------------------------------------------------------
     def spec(self) -> ModelSpec:
@@ -112,10 +82,52 @@ class Adapter:
             )
         return default
 
+    @property
+    def where(self) -> str:
+        """Where the sizes come from, for messages."""
+        return f"config.json of {self.checkpoint.name}"
+
+    def size(self, *keys: str, default: int | None = None) -> int:
+        """The first of ``keys`` present in config.json, checked to be a positive integer."""
+        for k in keys:
+            if self.config.get(k) is not None:
+                return positive_int(self.config[k], k, self.where)
+        if default is None:
+            raise ConfigError(f"{self.where} lacks '{keys[0]}'; add it or use a mapping file")
+        return positive_int(default, keys[0], self.where)
+
+    def which(self, *keys: str) -> str:
+        """The first of ``keys`` present in config.json (the first key when none is)."""
+        return next((k for k in keys if self.config.get(k) is not None), keys[0])
+
+    def check_blocks(self) -> None:
+        """Block L-1 is stored and block L is not (by tensor names), before any spectral work.
+
+        L is the config's layer count (``layer_keys``); a wrong count is a one-line ConfigError
+        naming config.json and the key, and a huge one costs nothing.
+        """
+        spec = self.spec()
+        self.check_stack(spec.num_layers, self.which(*self.layer_keys), self.layer_roles)
+
+    def check_stack(self, count: int, key: str, roles: Callable[[int], TensorRoles]) -> None:
+        """Blocks ``0..count-1`` of one stack (``roles(l)`` names block l's tensors) end at
+        ``count - 1``: some tensor of block ``count - 1`` exists and none of block ``count``."""
+        last = [t for ts in roles(count - 1).roles.values() for t in ts]
+        if not any(t in self._names for t in last):
+            raise ConfigError(
+                f"{self.where} says {key} = {count}, but the weights have no block {count - 1} "
+                f"(no tensor '{last[0]}'); set {key} to the number of stored blocks"
+            )
+        extra = [t for ts in roles(count).roles.values() for t in ts if t in self._names]
+        if extra:
+            raise ConfigError(
+                f"{self.where} says {key} = {count}, but the weights also hold block {count} "
+                f"('{extra[0]}'); set {key} to the number of stored blocks"
+            )
+
     def head_dim(self, hidden: int, heads: int) -> int:
-        hd = self.config.get("head_dim")
-        if hd:
-            return int(hd)
+        if self.config.get("head_dim") is not None:
+            return positive_int(self.config["head_dim"], "head_dim", self.where)
         if heads <= 0 or hidden % heads:
             raise ConfigError(
                 f"hidden_size {hidden} is not divisible by the number of attention heads {heads} "
@@ -139,12 +151,38 @@ class Adapter:
             )
         return self.source.get(name)
 
+    def prefixes(self, anchor: str) -> list[str]:
+        """Every key prefix in front of a tensor named ``<prefix><anchor>``, sorted."""
+        return sorted({n[: len(n) - len(anchor)] for n in self._names if n.endswith(anchor)})
+
     def find_prefix(self, anchors: tuple[str, ...]) -> str:
-        """The key prefix (``bert.``, ``model.``...) in front of the first matching anchor."""
+        """The key prefix (``bert.``, ``model.``...) in front of the first matching anchor.
+
+        The user's ``prefix`` when given (it must match); else the only candidate. Several
+        candidates (``student.``/``teacher.``) are an error listing them, never a guess.
+        """
         for anchor in anchors:
-            for n in self._names:
-                if n.endswith(anchor):
-                    return n[: len(n) - len(anchor)]
+            found = self.prefixes(anchor)
+            if self.prefix is not None:
+                if self.prefix in found:
+                    return self.prefix
+                continue
+            if len(found) > 1:
+                shown = ", ".join(repr(p) for p in found)
+                raise CheckpointError(
+                    f"{self.checkpoint.name} holds several models: tensors ending in '{anchor}' "
+                    f"under the prefixes {shown}; choose one with --prefix (prefix= in Python)"
+                )
+            if found:
+                return found[0]
+        if self.prefix is not None:
+            cands = sorted({p for a in anchors for p in self.prefixes(a)})
+            raise CheckpointError(
+                f"no tensor '{self.prefix}{anchors[0]}' in {self.checkpoint.name}: prefix "
+                f"'{self.prefix}' does not match"
+                + (f" (prefixes found: {', '.join(repr(p) for p in cands)})" if cands else "")
+                + "; fix --prefix"
+            )
         raise CheckpointError(
             f"{self.checkpoint.name} has no tensor ending in '{anchors[0]}'; the weights do not "
             f"match the '{self.config.get('model_type')}' layout (or use a mapping file)"
@@ -179,8 +217,12 @@ class Adapter:
         return [self.layer_roles(l) for l in range(self.spec().num_layers)]
 
     def ignored_tensors(self) -> list[str]:
-        used = {t for l in range(self.spec().num_layers)
-                for ts in self.layer_roles(l).roles.values() for t in ts}
+        used = {
+            t
+            for l in range(self.spec().num_layers)
+            for ts in self.layer_roles(l).roles.values()
+            for t in ts
+        }
         return sorted(self._names - used)
 
 
@@ -225,8 +267,7 @@ def split_interleaved(
     per = sum(sizes)
     if w.shape[0] != groups * per:
         raise ConfigError(
-            f"fused weight has {w.shape[0]} rows but {groups} groups of {sizes} need "
-            f"{groups * per}"
+            f"fused weight has {w.shape[0]} rows but {groups} groups of {sizes} need {groups * per}"
         )
     g = w.reshape(groups, per, *w.shape[1:])
     out, start = [], 0
@@ -249,7 +290,9 @@ class PatternAdapter(Adapter):
     def _layout(self) -> tuple[str, dict[str, tuple[str, ...]]]:
         if not hasattr(self, "_chosen"):
             for anchor, patterns in self.layouts:
-                if any(n.endswith(anchor) for n in self._names):
+                if self.prefixes(anchor) and (
+                    self.prefix is None or self.prefix + anchor in self._names
+                ):
                     self._chosen = (self.find_prefix((anchor,)), patterns)
                     break
             else:
@@ -260,6 +303,8 @@ class PatternAdapter(Adapter):
         prefix, patterns = self._layout()
         return TensorRoles(
             layer,
-            {role: [prefix + p.format(layer=layer) for p in pats]
-             for role, pats in patterns.items()},
+            {
+                role: [prefix + p.format(layer=layer) for p in pats]
+                for role, pats in patterns.items()
+            },
         )

@@ -14,6 +14,7 @@ from .registry import register
 @register
 class DistilBertAdapter(PatternAdapter):
     model_types = ("distilbert",)
+    layer_keys = ("n_layers", "num_hidden_layers")
     layouts = (
         (
             "transformer.layer.0.attention.q_lin.weight",
@@ -29,14 +30,14 @@ class DistilBertAdapter(PatternAdapter):
     )
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("dim", "hidden_size"))
-        h = int(self.cfg("n_heads", "num_attention_heads"))
+        n = self.size("dim", "hidden_size")
+        h = self.size("n_heads", "num_attention_heads")
         return ModelSpec(
             architecture="distilbert",
-            num_layers=int(self.cfg("n_layers", "num_hidden_layers")),
+            num_layers=self.size("n_layers", "num_hidden_layers"),
             hidden_size=n,
             num_heads=h,
             head_dim=self.head_dim(n, h),
-            intermediate_size=int(self.cfg("hidden_dim", "intermediate_size")),
+            intermediate_size=self.size("hidden_dim", "intermediate_size"),
             activation=str(self.cfg("activation", "hidden_act", default="gelu")),
         )

@@ -28,6 +28,7 @@ _P = "h.{layer}."
 @register
 class GPT2Adapter(PatternAdapter):
     model_types = ("gpt2",)
+    layer_keys = ("n_layer", "num_hidden_layers")
     layouts = (
         (
             "h.0.attn.c_attn.weight",
@@ -43,9 +44,8 @@ class GPT2Adapter(PatternAdapter):
     )
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("n_embd", "hidden_size"))
-        h = int(self.cfg("n_head", "num_attention_heads"))
-        f = self.cfg("n_inner", required=False)
+        n = self.size("n_embd", "hidden_size")
+        h = self.size("n_head", "num_attention_heads")
         notes = [
             "GPT-2 Conv1D weights (stored in x out) transposed to the nn.Linear layout",
             f"{FUSED_QKV_NOTE}: c_attn columns [q | k | v], N each",
@@ -54,11 +54,11 @@ class GPT2Adapter(PatternAdapter):
             notes.append("GPT-2 cross-attention (crossattention.*) not included")
         return ModelSpec(
             architecture="gpt2",
-            num_layers=int(self.cfg("n_layer", "num_hidden_layers")),
+            num_layers=self.size("n_layer", "num_hidden_layers"),
             hidden_size=n,
             num_heads=h,
             head_dim=self.head_dim(n, h),
-            intermediate_size=int(f) if f else 4 * n,
+            intermediate_size=self.size("n_inner", default=4 * n),
             activation=str(self.cfg("activation_function", default="gelu_new")),
             adaptations=tuple(notes),
         )

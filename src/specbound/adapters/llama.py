@@ -56,9 +56,9 @@ class LlamaAdapter(PatternAdapter):
     )
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("hidden_size"))
-        h = int(self.cfg("num_attention_heads"))
-        kv = int(self.cfg("num_key_value_heads", default=h))
+        n = self.size("hidden_size")
+        h = self.size("num_attention_heads")
+        kv = self.size("num_key_value_heads", default=h)
         if kv <= 0 or h % kv:
             raise ConfigError(
                 f"num_attention_heads {h} is not a multiple of num_key_value_heads {kv} in "
@@ -69,11 +69,11 @@ class LlamaAdapter(PatternAdapter):
             notes.insert(0, f"{GQA_NOTE}; H = {h}, H_kv = {kv}")
         return ModelSpec(
             architecture=str(self.config.get("model_type", "llama")),
-            num_layers=int(self.cfg("num_hidden_layers")),
+            num_layers=self.size("num_hidden_layers"),
             hidden_size=n,
             num_heads=h,
             head_dim=self.head_dim(n, h),
-            intermediate_size=int(self.cfg("intermediate_size")),
+            intermediate_size=self.size("intermediate_size"),
             activation=str(self.cfg("hidden_activation", "hidden_act", default="silu")),
             num_kv_heads=kv,
             adaptations=tuple(notes),
@@ -83,9 +83,7 @@ class LlamaAdapter(PatternAdapter):
 @register
 class Phi3Adapter(LlamaAdapter):
     model_types = ("phi3",)
-    extra_notes = (
-        f"{FUSED_QKV_NOTE}: qkv_proj rows [q | k | v]; gate_up_proj rows [gate | up]",
-    )
+    extra_notes = (f"{FUSED_QKV_NOTE}: qkv_proj rows [q | k | v]; gate_up_proj rows [gate | up]",)
     layouts = (
         (
             "layers.0.self_attn.qkv_proj.weight",

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoint import Checkpoint
+from ..checkpoint import Checkpoint, check_regular_file
 from ..errors import ConfigError
 from .base import (
     GATED_NOTE,
@@ -49,6 +49,7 @@ from .base import (
     LayerWeights,
     ModelSpec,
     TensorRoles,
+    positive_int,
     split_interleaved,
     split_rows,
 )
@@ -57,8 +58,17 @@ REQUIRED_ROLES = ("query", "key", "value", "output", "ffn_in", "ffn_out")
 ALL_ROLES = ("query", "key", "value", "output", "ffn_gate", "ffn_in", "ffn_out")
 FUSABLE = {"query", "key", "value", "ffn_gate", "ffn_in"}
 TOP_KEYS = {
-    "architecture", "num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim",
-    "intermediate_size", "activation", "orientation", "roles", "fused",
+    "architecture",
+    "num_layers",
+    "hidden_size",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "activation",
+    "orientation",
+    "roles",
+    "fused",
 }
 ORIENTATIONS = {"out_in": "out_in", "linear": "out_in", "in_out": "in_out", "conv1d": "in_out"}
 LAYOUTS = ("concat", "per_head")
@@ -70,6 +80,8 @@ def load_mapping(mapping: str | os.PathLike[str] | dict[str, Any]) -> tuple[dict
         return dict(mapping), "mapping (dict)"
     path = Path(mapping)
     name = str(path)
+    if path.exists():
+        check_regular_file(path, "mapping file", advice="pass a YAML or JSON mapping file")
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -100,14 +112,23 @@ class MappingAdapter(Adapter):
         self.mapping_name = name
         self._tensors = self._parse_roles()
         self._spec = self._build_spec()
+        self._check_depth()
         self._check_tensors()
 
     @classmethod
     def from_spec(
-        cls, checkpoint: Checkpoint, mapping: str | os.PathLike[str] | dict[str, Any]
+        cls,
+        checkpoint: Checkpoint,
+        mapping: str | os.PathLike[str] | dict[str, Any],
+        prefix: str | None = None,
     ) -> MappingAdapter:
         """Adapter for ``checkpoint`` from a YAML/JSON file path or a dict."""
         data, name = load_mapping(mapping)
+        if prefix is not None:
+            raise ConfigError(
+                f"--prefix/prefix= does not apply with a mapping ({name}): its patterns are full "
+                "tensor names; write the prefix into them"
+            )
         return cls(checkpoint, data, name)
 
     # ---- parsing --------------------------------------------------------------------------
@@ -120,27 +141,21 @@ class MappingAdapter(Adapter):
             if default is not None:
                 return default
             raise self._err(f"'{key}' is missing; give a number or a config.json key name")
-        if isinstance(v, str) and not v.strip().lstrip("-").isdigit():
+        if isinstance(v, str) and v.strip().isdigit():
+            v = int(v)
+        if isinstance(v, str):
             if v not in self.config or self.config[v] is None:
                 raise self._err(
                     f"'{key}: {v}' names a config.json key that {self.checkpoint.name} lacks; "
                     "give a number instead"
                 )
-            v = self.config[v]
-        try:
-            n = int(v)
-        except (TypeError, ValueError):
-            raise self._err(f"'{key}' must be a positive integer, got {v!r}") from None
-        if n <= 0 or isinstance(v, bool):
-            raise self._err(f"'{key}' must be a positive integer, got {v!r}")
-        return n
+            return positive_int(self.config[v], v, f"config.json of {self.checkpoint.name}")
+        return positive_int(v, key, self.mapping_name)
 
     def _build_spec(self) -> ModelSpec:
         unknown = sorted(set(self.mapping) - TOP_KEYS)
         if unknown:
-            raise self._err(
-                f"unknown key '{unknown[0]}'; allowed: {', '.join(sorted(TOP_KEYS))}"
-            )
+            raise self._err(f"unknown key '{unknown[0]}'; allowed: {', '.join(sorted(TOP_KEYS))}")
         n = self._size("hidden_size")
         h = self._size("num_heads")
         kv = self._size("num_kv_heads", default=h)
@@ -240,11 +255,16 @@ class MappingAdapter(Adapter):
                 raise self._err(f"fused entry {i}: layout must be concat or per_head")
             if layout == "per_head" and list(parts) != ["query", "key", "value"]:
                 raise self._err(f"fused entry {i}: layout per_head needs roles [query, key, value]")
-            self._fused.append({
-                "pattern": f["tensor"], "roles": list(parts), "layout": layout,
-                "orientation": self._orientation(f.get("orientation", default),
-                                                 f"fused entry {i}"),
-            })
+            self._fused.append(
+                {
+                    "pattern": f["tensor"],
+                    "roles": list(parts),
+                    "layout": layout,
+                    "orientation": self._orientation(
+                        f.get("orientation", default), f"fused entry {i}"
+                    ),
+                }
+            )
         missing = [r for r in REQUIRED_ROLES if r not in out]
         if missing:
             raise self._err(
@@ -257,12 +277,36 @@ class MappingAdapter(Adapter):
     def _name(pattern: str, layer: int) -> str:
         return pattern.replace("{layer}", str(layer))
 
+    def _check_depth(self) -> None:
+        """Block num_layers - 1 is stored and block num_layers is not (patterns with {layer})."""
+        if not any("{layer}" in p for p in self._patterns()):
+            return
+        v = self.mapping.get("num_layers")
+        key = "'num_layers'" + (f" (config.json key '{v}')" if isinstance(v, str) else "")
+        L = self._spec.num_layers
+        last = [self._name(p, L - 1) for p in self._patterns() if "{layer}" in p]
+        if not any(t in self._names for t in last):
+            raise self._err(
+                f"{key} says {L} blocks, but {self.checkpoint.name} has no block {L - 1} "
+                f"(no tensor '{last[0]}'); set num_layers to the number of stored blocks"
+            )
+        extra = [self._name(p, L) for p in self._patterns() if "{layer}" in p]
+        extra = [t for t in extra if t in self._names]
+        if extra:
+            raise self._err(
+                f"{key} says {L} blocks, but {self.checkpoint.name} also holds block {L} "
+                f"('{extra[0]}'); set num_layers to the number of stored blocks"
+            )
+
+    def check_blocks(self) -> None:
+        self._check_depth()
+
     def _check_tensors(self) -> None:
         for l in range(self._spec.num_layers):
             for role, names in self.layer_roles(l).roles.items():
                 for t in names:
                     if t not in self._names:
-                        close = difflib.get_close_matches(t, self._names, n=1)
+                        close = difflib.get_close_matches(t, sorted(self._names), n=1)
                         hint = f" (closest: '{close[0]}')" if close else ""
                         raise self._err(
                             f"tensor '{t}' (role {role}, layer {l}) is not in "
@@ -295,9 +339,13 @@ class MappingAdapter(Adapter):
 
     def _sizes(self) -> dict[str, int]:
         s = self._spec
-        return {"query": s.num_heads * s.head_dim, "key": s.kv_heads * s.head_dim,
-                "value": s.kv_heads * s.head_dim, "ffn_gate": s.intermediate_size,
-                "ffn_in": s.intermediate_size}
+        return {
+            "query": s.num_heads * s.head_dim,
+            "key": s.kv_heads * s.head_dim,
+            "value": s.kv_heads * s.head_dim,
+            "ffn_gate": s.intermediate_size,
+            "ffn_in": s.intermediate_size,
+        }
 
     def layer(self, layer: int) -> LayerWeights:
         s = self._spec
@@ -318,17 +366,29 @@ class MappingAdapter(Adapter):
         shapes = {**{r: (sizes[r], n) for r in sizes}, "output": (n, hd), "ffn_out": (n, f)}
         for role, e in self._tensors.items():
             if "pattern" in e:
-                got[role] = self._read(self._name(e["pattern"], layer), e["orientation"],
-                                       shapes[role], role)
-        w_in = got["ffn_in"] if "ffn_gate" not in got else np.concatenate(
-            [got["ffn_gate"], got["ffn_in"]], axis=0)
-        return LayerWeights(index=layer, wq=got["query"], wk=got["key"], wv=got["value"],
-                            wo=got["output"], w_in=w_in, w_out=got["ffn_out"],
-                            share_key=self.share_key(layer))
+                got[role] = self._read(
+                    self._name(e["pattern"], layer), e["orientation"], shapes[role], role
+                )
+        w_in = (
+            got["ffn_in"]
+            if "ffn_gate" not in got
+            else np.concatenate([got["ffn_gate"], got["ffn_in"]], axis=0)
+        )
+        return LayerWeights(
+            index=layer,
+            wq=got["query"],
+            wk=got["key"],
+            wv=got["value"],
+            wo=got["output"],
+            w_in=w_in,
+            w_out=got["ffn_out"],
+            share_key=self.share_key(layer),
+        )
 
     def _patterns(self) -> list[str]:
         return [e["pattern"] for e in self._tensors.values() if "pattern" in e] + [
-            fe["pattern"] for fe in self._fused]
+            fe["pattern"] for fe in self._fused
+        ]
 
     def share_key(self, layer: int) -> Any:
         """Blocks reading exactly the same tensors share spectra (patterns without {layer})."""

@@ -37,10 +37,18 @@ def supported_model_types() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_adapter(checkpoint: Checkpoint) -> Adapter:
-    """The adapter for ``checkpoint.config['model_type']``."""
+def get_adapter(checkpoint: Checkpoint, prefix: str | None = None) -> Adapter:
+    """The adapter for ``checkpoint.config['model_type']``, its block count checked.
+
+    ``prefix``: the tensor-name prefix of the model to analyze (``bert.``), for checkpoints that
+    hold several; None detects it (and refuses to guess between several).
+    """
     _load()
     mt = checkpoint.config.get("model_type")
+    if mt is not None and not isinstance(mt, str):
+        raise ConfigError(
+            f"'model_type' in config.json of {checkpoint.name} must be a string, got {mt!r}"
+        )
     if mt is None:
         raise ConfigError(
             f"config.json of {checkpoint.name} has no 'model_type'; add it (one of: "
@@ -54,13 +62,15 @@ def get_adapter(checkpoint: Checkpoint) -> Adapter:
             f"{', '.join(supported_model_types())}; for other architectures write a mapping "
             "file (--mapping, see README)"
         )
-    return cls(checkpoint)
+    adapter = cls(checkpoint, prefix=prefix)
+    adapter.check_blocks()  # before any spectral work: a wrong or huge layer count fails here
+    return adapter
 
 
-def adapter_for(checkpoint: Checkpoint, mapping: Any = None) -> Adapter:
+def adapter_for(checkpoint: Checkpoint, mapping: Any = None, prefix: str | None = None) -> Adapter:
     """The user mapping's adapter when ``mapping`` is given, else the registered one."""
     if mapping is not None:
         from .mapping import MappingAdapter
 
-        return MappingAdapter.from_spec(checkpoint, mapping)
-    return get_adapter(checkpoint)
+        return MappingAdapter.from_spec(checkpoint, mapping, prefix=prefix)
+    return get_adapter(checkpoint, prefix=prefix)

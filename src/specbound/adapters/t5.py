@@ -41,16 +41,16 @@ class T5Adapter(PatternAdapter):
 
     def _stacks(self) -> tuple[int, int]:
         prefix, _ = self._layout()
-        enc = int(self.cfg("num_layers", "num_hidden_layers"))
+        enc = self.size("num_layers", "num_hidden_layers")
         dec = 0
         if prefix + "decoder.block.0.layer.0.SelfAttention.q.weight" in self._names:
-            dec = int(self.cfg("num_decoder_layers", "num_layers"))
+            dec = self.size("num_decoder_layers", "num_layers")
         return enc, dec
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("d_model", "hidden_size"))
-        h = int(self.cfg("num_heads", "num_attention_heads"))
-        d = int(self.cfg("d_kv", default=n // h if h else 0))
+        n = self.size("d_model", "hidden_size")
+        h = self.size("num_heads", "num_attention_heads")
+        d = self.size("d_kv", default=max(n // h, 1))
         enc, dec = self._stacks()
         notes = []
         if dec:
@@ -63,26 +63,45 @@ class T5Adapter(PatternAdapter):
             notes.append(f"T5: encoder only ({enc} blocks); no decoder weights in the checkpoint")
         notes.append("T5: logits are not scaled by 1/sqrt(d_kv); relative position bias ignored")
         if self._gated():
-            notes.append(GATED_NOTE.replace("W_gate; W_up", "wi_0; wi_1").replace(
-                "W_down", "wo"))
+            notes.append(GATED_NOTE.replace("W_gate; W_up", "wi_0; wi_1").replace("W_down", "wo"))
         return ModelSpec(
             architecture=str(self.config.get("model_type", "t5")),
             num_layers=enc + dec,
             hidden_size=n,
             num_heads=h,
             head_dim=d,
-            intermediate_size=int(self.cfg("d_ff", "intermediate_size")),
+            intermediate_size=self.size("d_ff", "intermediate_size"),
             activation=self._activation(),
             adaptations=tuple(notes),
         )
 
+    def check_blocks(self) -> None:
+        """Encoder blocks 0..L_e-1 (and decoder blocks 0..L_d-1 when present), no more."""
+        enc, dec = self._stacks()
+        self.check_stack(
+            enc,
+            self.which("num_layers", "num_hidden_layers"),
+            lambda i: self._block_roles(i, i, decoder=False),
+        )
+        if dec:
+            self.check_stack(
+                dec,
+                self.which("num_decoder_layers", "num_layers"),
+                lambda i: self._block_roles(enc + i, i, decoder=True),
+            )
+
     def layer_roles(self, layer: int) -> TensorRoles:
-        prefix, _ = self._layout()
         enc, _ = self._stacks()
         if layer < enc:
-            p, ffn = f"{prefix}encoder.block.{layer}.", "layer.1.DenseReluDense."
+            return self._block_roles(layer, layer, decoder=False)
+        return self._block_roles(layer, layer - enc, decoder=True)
+
+    def _block_roles(self, layer: int, i: int, decoder: bool) -> TensorRoles:
+        prefix, _ = self._layout()
+        if not decoder:
+            p, ffn = f"{prefix}encoder.block.{i}.", "layer.1.DenseReluDense."
         else:
-            p, ffn = f"{prefix}decoder.block.{layer - enc}.", "layer.2.DenseReluDense."
+            p, ffn = f"{prefix}decoder.block.{i}.", "layer.2.DenseReluDense."
         a = p + "layer.0.SelfAttention."
         roles = {
             "query": [a + "q.weight"],

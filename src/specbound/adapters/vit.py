@@ -50,14 +50,14 @@ class ViTAdapter(PatternAdapter):
     )
 
     def spec(self) -> ModelSpec:
-        n = int(self.cfg("hidden_size"))
-        h = int(self.cfg("num_attention_heads"))
+        n = self.size("hidden_size")
+        h = self.size("num_attention_heads")
         return ModelSpec(
             architecture="vit",
-            num_layers=int(self.cfg("num_hidden_layers")),
+            num_layers=self.size("num_hidden_layers"),
             hidden_size=n,
             num_heads=h,
             head_dim=self.head_dim(n, h),
-            intermediate_size=int(self.cfg("intermediate_size")),
+            intermediate_size=self.size("intermediate_size"),
             activation=str(self.cfg("hidden_act", default="gelu")),
         )

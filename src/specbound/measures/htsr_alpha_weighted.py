@@ -1,0 +1,18 @@
+"""``htsr_alpha_weighted`` = mean over W of alpha(W) log10 lambda_max(W) (WeightWatcher's
+``alpha_weighted``; alpha(W) as in ``htsr_alpha``, lambda_max = ||W||_2^2; SPEC 9)."""
+
+from __future__ import annotations
+
+from .base import Measure, MeasureInput, MeasureValue
+from .htsr_alpha import _mean_alpha
+
+
+def compute(x: MeasureInput) -> MeasureValue:
+    return _mean_alpha(x, weighted=True)
+
+
+MEASURE = Measure(
+    "htsr_alpha_weighted",
+    "mean of alpha * log10 lambda_max over weight matrices (WeightWatcher's alpha_weighted)",
+    compute,
+)

@@ -1,0 +1,76 @@
+"""Names for display: model names without a shared path prefix, natural order, short paths."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Sort key that orders digit runs by value: "L2-N64" < "L2-N128" < "L10-N64"."""
+    return tuple(
+        (0, int(p), "") if p.isdigit() else (1, 0, p.lower())
+        for p in _DIGITS.split(str(text))
+        if p != ""
+    )
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith(("/", "~", "./", "../")) or bool(re.match(r"^[A-Za-z]:[\\/]", name))
+
+
+def display_name(name: str) -> str:
+    """A model name fit for a title: a filesystem path becomes its last component(s); a hub id
+    (``org/name``) stays as it is."""
+    name = str(name)
+    if not _looks_like_path(name):
+        return name
+    parts = [p for p in re.split(r"[\\/]+", name) if p not in ("", ".")]
+    if not parts:
+        return name
+    last = parts[-1]
+    # checkpoint dirs named like "model" or "snapshot hashes" say little on their own
+    if len(parts) >= 2 and (
+        last in ("model", "checkpoint", "final") or re.fullmatch(r"[0-9a-f]{16,}", last)
+    ):
+        return f"{parts[-2]}/{last}"
+    return last
+
+
+def display_names(names: Sequence[str]) -> list[str]:
+    """Names without the path (or ``org/``) prefix that every name shares; unique if possible."""
+    names = [str(n) for n in names]
+    if not names:
+        return []
+    if len(names) == 1:
+        return [display_name(names[0])]
+    split = [re.split(r"[\\/]+", n) for n in names]
+    common = 0
+    for parts in zip(*split, strict=False):
+        if len(set(parts)) != 1:
+            break
+        common += 1
+    common = min(common, min(len(s) for s in split) - 1)
+    out = ["/".join(s[common:]) for s in split]
+    if len(set(out)) != len(out):
+        return names
+    return out
+
+
+def short_path(path: Any, width: int = 48) -> str:
+    """A path shortened to about ``width`` characters: ``.../parent/name``."""
+    text = str(path)
+    if len(text) <= width:
+        return text
+    parts = text.split(os.sep)
+    tail = parts[-1]
+    for p in reversed(parts[:-1]):
+        cand = p + os.sep + tail
+        if len(cand) + 4 > width:
+            break
+        tail = cand
+    return "..." + os.sep + tail
