@@ -44,21 +44,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 GAP_KINDS = ("accuracy", "loss")
-#: SPEC 9 measures in order (used when the ``specbound.measures`` registry is not importable).
-SPEC9_MEASURES = (
-    "spectrum_adaptive",
-    "norm_based",
-    "log_spectral_product",
-    "log_frobenius_product",
-    "frobenius_sum",
-    "distance_from_init",
-    "mean_stable_rank",
-    "htsr_alpha",
-    "htsr_alpha_weighted",
-    "num_parameters",
-)
-#: Measures that get a bound form ``<name>_per_sqrt_n`` (SPEC 10) and whether they are log10.
-BOUND_FORM = {"spectrum_adaptive": True, "norm_based": True, "num_parameters": False}
 METRIC_COLUMNS = ("train_acc", "test_acc", "train_loss", "test_loss")
 #: Manifest columns that are never hyperparameter axes.
 RESERVED_COLUMNS = frozenset({"model", "init", "converged", *METRIC_COLUMNS})
@@ -389,13 +374,12 @@ def gap_values(table: pd.DataFrame, kind: str = "accuracy") -> np.ndarray:
 
 
 def measure_registry() -> tuple[list[str], dict[str, bool]]:
-    """(SPEC 9 measure names in order, {bound-form measure: value already log10})."""
-    try:
-        from ..measures import MEASURES  # type: ignore[import-not-found]
-    except ImportError:
-        return list(SPEC9_MEASURES), dict(BOUND_FORM)
+    """(SPEC 9 measure names in order, {bound-form measure: value already log10}), from the
+    ``specbound.measures`` registry."""
+    from ..measures import MEASURES
+
     names = list(MEASURES)
-    forms = {n: bool(m.log10) for n, m in MEASURES.items() if getattr(m, "bound_form", False)}
+    forms = {n: m.log10 for n, m in MEASURES.items() if m.bound_form}
     return names, forms
 
 
