@@ -219,27 +219,16 @@ class _TensorBoardSink:
         self.writer.close()
 
 
-class _WandbSink:
-    def __init__(self, run: Any) -> None:
-        self.run = run
+class _LogSink:
+    """A Weights & Biases run or the trackio module: both take ``.log({name: value})``."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
 
     def write(self, step: int, values: Mapping[str, float]) -> None:
         data = {f"specbound/{k}": v for k, v in values.items()}
         data["specbound/step"] = step
-        self.run.log(data)
-
-    def close(self) -> None:
-        pass
-
-
-class _TrackioSink:
-    def __init__(self, module: Any) -> None:
-        self.module = module
-
-    def write(self, step: int, values: Mapping[str, float]) -> None:
-        data = {f"specbound/{k}": v for k, v in values.items()}
-        data["specbound/step"] = step
-        self.module.log(data)
+        self.target.log(data)
 
     def close(self) -> None:
         pass
@@ -451,10 +440,10 @@ class Tracker:
                     ) from None
         run = _active_wandb_run() if wandb is not False else None
         if run is not None:
-            self.sinks.append(_WandbSink(run))
+            self.sinks.append(_LogSink(run))
         tio = _active_trackio() if trackio is not False else None
         if tio is not None:
-            self.sinks.append(_TrackioSink(tio))
+            self.sinks.append(_LogSink(tio))
         self._t0 = _clock()
         self._analysis_total = 0.0
         self._first_step: int | None = None
