@@ -111,18 +111,21 @@ class Analysis:
     measure_choice: list[str] | None = None  # None: every registered measure
 
     def measure_input(self) -> MeasureInput:
-        """What the measures read (``specbound.measures``)."""
-        from .measures import MeasureInput
-        from .weights import WeightSpectra
+        """What the measures read (``specbound.measures``); made once per Analysis, so the
+        power-law fits behind the measures and the weights table are computed once."""
+        if "_measure_input" not in self.__dict__:
+            from .measures import MeasureInput
+            from .weights import WeightSpectra
 
-        return MeasureInput(
-            self.spec,
-            self.spectra,
-            self.details,
-            self.weight_spectra or WeightSpectra.empty(),
-            self.num_parameters,
-            self.distance_init,
-        )
+            self.__dict__["_measure_input"] = MeasureInput(
+                self.spec,
+                self.spectra,
+                self.details,
+                self.weight_spectra or WeightSpectra.empty(),
+                self.num_parameters,
+                self.distance_init,
+            )
+        return self.__dict__["_measure_input"]
 
     def _measured(self) -> tuple[dict[str, float | None], dict[str, str]]:
         if "_measure_cache" not in self.__dict__:
