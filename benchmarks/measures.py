@@ -6,8 +6,10 @@ Runs, alternately, ``specbound analyze CKPT --no-cache -q --json`` from a git wo
 (default ``b4ab6d7``, the last commit before the measures: both proxies only) and from this
 checkout (both proxies + every measure: the extra SVDs of W_Q, W_K, W_V, W_O and the power-law
 fits), on MiniLM (bundled) and, when present, the BERT-base-shaped checkpoint of
-``make_checkpoints.py bert-base``. Also times a warm-cache re-analysis of this checkout. Prints
-the medians and the ratio new / base; the target is <= 1.5x for MiniLM ``--no-cache``.
+``make_checkpoints.py bert-base``; and this checkout again with ``SPECBOUND_LAPACK=numpy`` (every
+SVD through numpy.linalg, which holds the GIL, so the worker threads take turns). Also times a
+warm-cache re-analysis of this checkout. Prints the medians and the ratio new / base; the target
+is <= 1.5x for MiniLM ``--no-cache``.
 """
 
 from __future__ import annotations
@@ -55,31 +57,43 @@ def main() -> None:
         cmd = [PY, "-m", "specbound.cli", "analyze"]
         rows = []
         for label, ckpt in checkpoints():
-            base_t, new_t = [], []
+            base_t, new_t, numpy_t = [], [], []
+            env_numpy = {**env_new, "SPECBOUND_LAPACK": "numpy"}
             for _ in range(a.reps):
                 base_t.append(
                     run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_base)["wall_s"]
                 )
                 r = run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_new, stdout=True)
                 new_t.append(r["wall_s"])
+                numpy_t.append(
+                    run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_numpy)["wall_s"]
+                )
             measures = json.loads(r["stdout"])["measures"]
             run(cmd + [str(ckpt), "-q", "--json"], env_new)  # fill the cache
             warm = statistics.median(
                 run(cmd + [str(ckpt), "-q", "--json"], env_new)["wall_s"] for _ in range(a.reps)
             )
             b, n = statistics.median(base_t), statistics.median(new_t)
-            rows.append((label, b, n, n / b, warm, len(measures)))
+            npy = statistics.median(numpy_t)
+            rows.append((label, b, n, n / b, npy, warm, len(measures)))
             print(
                 f"{label}: base {b:.2f} s  new {n:.2f} s  ratio {n / b:.2f}x  "
+                f"new with SPECBOUND_LAPACK=numpy {npy:.2f} s ({npy / b:.2f}x)  "
                 f"warm {warm:.2f} s  ({len(measures)} measures; base runs "
                 f"{', '.join(f'{x:.2f}' for x in base_t)}; new runs "
                 f"{', '.join(f'{x:.2f}' for x in new_t)})"
             )
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-        print("| model | before measures (s) | with every measure (s) | ratio | warm cache (s) |")
-        print("|---|---|---|---|---|")
-        for label, b, n, ratio, warm, _ in rows:
-            print(f"| {label} | {b:.2f} | {n:.2f} | {ratio:.2f}x | {warm:.2f} |")
+        print(
+            "| model | before measures (s) | with every measure (s) | ratio "
+            "| same, SPECBOUND_LAPACK=numpy (s) | ratio | warm cache (s) |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for label, b, n, ratio, npy, warm, _ in rows:
+            print(
+                f"| {label} | {b:.2f} | {n:.2f} | {ratio:.2f}x | {npy:.2f} | {npy / b:.2f}x "
+                f"| {warm:.2f} |"
+            )
     finally:
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "tree")],

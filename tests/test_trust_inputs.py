@@ -633,7 +633,7 @@ def _spectra_rows(s):
 def test_svd_non_convergence_retried_with_gesvd(monkeypatch):
     import scipy.linalg
 
-    from specbound import spectra
+    from specbound import lapack, spectra
 
     w, spec = _layer()
     ref = _spectra_rows(spectra.block_spectra(w, spec, ffn_method="svd"))
@@ -650,6 +650,8 @@ def test_svd_non_convergence_retried_with_gesvd(monkeypatch):
     monkeypatch.setattr(np.linalg, "svd", failing)
     monkeypatch.setattr(scipy.linalg, "svdvals", failing)
     monkeypatch.setattr(np.linalg, "eigvalsh", failing)
+    monkeypatch.setattr(lapack, "svdvals", failing)  # the GIL-free gesdd, where it is used
+    monkeypatch.setattr(lapack, "eigvalsh", failing)
     monkeypatch.setattr(scipy.linalg, "svd", counting_svd)
     got = _spectra_rows(spectra.block_spectra(w, spec, ffn_method="auto"))
     assert gesvd_calls and set(gesvd_calls) == {"gesvd"}
@@ -660,7 +662,7 @@ def test_svd_non_convergence_retried_with_gesvd(monkeypatch):
 def test_svd_that_never_converges_names_the_matrix(monkeypatch):
     import scipy.linalg
 
-    from specbound import spectra
+    from specbound import lapack, spectra
 
     w, spec = _layer()
 
@@ -668,6 +670,7 @@ def test_svd_that_never_converges_names_the_matrix(monkeypatch):
         raise np.linalg.LinAlgError("SVD did not converge")
 
     monkeypatch.setattr(np.linalg, "svd", failing)
+    monkeypatch.setattr(lapack, "svdvals", failing)
     monkeypatch.setattr(scipy.linalg, "svd", failing)
     monkeypatch.setattr(spectra, "run_jobs", lambda jobs: [j() for j in jobs])
     with pytest.raises(SpecboundError, match="QK of layer 0.*gesvd"):

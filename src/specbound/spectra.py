@@ -9,7 +9,10 @@ N x N GEMM per head into a reused, bounded buffer (no closed form exists for it)
 
 FFN matrices: the eigenvalues of the smaller Gram matrix (one SYRK + one symmetric eigensolve,
 about 4x cheaper than an SVD) when an a-posteriori guard says they are accurate to ~1e-12
-relative, else LAPACK's divide-and-conquer SVD (scipy ``gesdd``).
+relative, else LAPACK's divide-and-conquer SVD (``gesdd``).
+
+The dense LAPACK calls (gesdd, the Gram route's dsyevd) go through ``lapack``, which releases the
+GIL, so the worker threads of ``run_jobs`` run them on every core at once.
 """
 
 from __future__ import annotations
@@ -108,26 +111,27 @@ def gram_is_accurate(sv: np.ndarray, k: int) -> bool:
 
 def gram_svdvals(m: np.ndarray) -> np.ndarray:
     """sqrt of the eigenvalues (descending, clipped at 0) of the smaller Gram matrix of m."""
+    from . import lapack
+
     g = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
-    ev = np.linalg.eigvalsh(g)[::-1]
+    ev = lapack.eigvalsh(g)[::-1]
     return np.sqrt(np.clip(ev, 0.0, None))
 
 
 def lapack_svdvals(m: np.ndarray) -> np.ndarray:
-    """Singular values (descending) by LAPACK gesdd (scipy, imported only here)."""
-    import scipy.linalg
-
-    try:
-        return scipy.linalg.svdvals(m, overwrite_a=False, check_finite=False)
-    except np.linalg.LinAlgError:  # gesdd did not converge: the slower, sturdier gesvd
-        return scipy.linalg.svd(m, compute_uv=False, check_finite=False, lapack_driver="gesvd")
+    """Singular values (descending) of a 2-D matrix by LAPACK gesdd (``lapack.svdvals``: the GIL
+    is released, so pool threads run in parallel), gesvd (scipy) when gesdd does not converge."""
+    return robust_svdvals(m)
 
 
 def robust_svdvals(m: np.ndarray) -> np.ndarray:
-    """Singular values (descending) of a matrix or a stack (..., r, c): numpy's gesdd, retried
-    matrix by matrix with LAPACK gesvd when gesdd does not converge (LinAlgError)."""
+    """Singular values (descending) of a matrix or a stack (..., r, c) by LAPACK gesdd (a matrix:
+    ``lapack.svdvals``; a stack: numpy), retried matrix by matrix with LAPACK gesvd (scipy) when
+    gesdd does not converge (LinAlgError)."""
+    from . import lapack
+
     try:
-        return np.linalg.svd(m, compute_uv=False)
+        return lapack.svdvals(m) if m.ndim == 2 else np.linalg.svd(m, compute_uv=False)
     except np.linalg.LinAlgError:
         import scipy.linalg
 
@@ -393,9 +397,11 @@ def _workers() -> int:
 def run_jobs(jobs: Sequence[Callable[[], Any]]) -> list[Any]:
     """Results of the zero-argument callables ``jobs``, in order (threads per DEFAULT_PARALLEL).
 
-    numpy releases the GIL inside BLAS/LAPACK, so worker threads run matrices truly in parallel;
-    BLAS is held at one thread meanwhile (threadpoolctl; process-wide while the jobs run), else
-    the threads oversubscribe the cores. Concurrent callers are serialized.
+    BLAS products (numpy) and the LAPACK calls of ``lapack`` release the GIL, so worker threads run
+    matrices truly in parallel (numpy.linalg's own LAPACK wrappers hold it: the small per-head QRs
+    and core SVDs take turns); BLAS is held at one thread meanwhile (threadpoolctl; process-wide
+    while the jobs run), else the threads oversubscribe the cores. Concurrent callers are
+    serialized.
     """
     workers = _workers()
     if _parallel_mode() == "blas" or workers == 1 or len(jobs) == 1:

@@ -1,13 +1,13 @@
 """The raw weight matrices of SPEC 9 (the set W): singular values and norms, per block.
 
-Per block, in row-vector orientation after any fused split: W_Q (N x H d_h), W_K and W_V
-(N x H_kv d_h), W_O (H d_h x N), W_in (N x F, gate and up stacked for gated MLPs, = M_in) and
-W_out (F x N, = M_out). Singular values of W_in/W_out are those of M_in/M_out, taken from the
-block's ``Spectra``; the four attention projections get their own LAPACK SVD (gesdd, as
-WeightWatcher uses; numpy's, which releases the GIL so the pool runs them in parallel, unlike
-scipy's wrapper; trained attention projections are too ill-conditioned for the Gram route's
-accuracy guard, so trying it first would only add time). ``distance_from_init`` needs
-||W - W0||_F^2 per matrix, computed while the block is in memory.
+Per block, in row-vector orientation after any fused split: W_Q (N x H d_h), W_K and W_V (N x H_kv
+d_h), W_O (H d_h x N), W_in (N x F, gate and up stacked for gated MLPs, = M_in) and W_out (F x N, =
+M_out). Singular values of W_in/W_out are those of M_in/M_out, taken from the block's ``Spectra``;
+the four attention projections get their own LAPACK SVD (gesdd, as WeightWatcher uses, through
+``lapack.svdvals``, which releases the GIL so the pool runs them in parallel: numpy's and scipy's
+own wrappers hold it; trained attention projections are too ill-conditioned for the Gram route's
+accuracy guard, so trying it first would only add time). ``distance_from_init`` needs ||W - W0||_F^2
+per matrix, computed while the block is in memory.
 """
 
 from __future__ import annotations
