@@ -230,6 +230,39 @@ def test_cached_measures_identical(minilm_dir):
     assert warm.weights.equals(cold.weights)
 
 
+def test_proxies_only_skip_the_raw_weight_svds(minilm_dir, minilm_analysis, monkeypatch, tmp_path):
+    """Measures that do not read the raw-weight spectra do not pay for their SVDs; the cache
+    then holds the canonical spectra only, and a later run that needs them recomputes."""
+    import specbound.weights as weights_module
+
+    proxies = ["spectrum_adaptive", "norm_based", "num_parameters"]
+
+    def no_svds(*a, **k):
+        raise AssertionError("raw-weight SVDs computed although no chosen measure needs them")
+
+    with monkeypatch.context() as m:
+        m.setattr(weights_module, "attention_jobs", no_svds)
+        m.setattr(weights_module, "block_weight_spectra", no_svds)
+        cold = analyze(minilm_dir, measures=proxies)
+        warm = analyze(minilm_dir, measures=proxies)
+        with pytest.raises(AssertionError, match="raw-weight SVDs"):
+            analyze(minilm_dir, measures=["htsr_alpha"], cache=False)
+    assert not cold.from_cache and warm.from_cache
+    for a in (cold, warm):
+        assert a.weight_spectra is None and len(a.weights) == 0
+        assert a.measures == {k: minilm_analysis.measures[k] for k in proxies}
+    # the entry lacks the raw weights: a run that needs them recomputes, then reuses
+    full = analyze(minilm_dir)
+    assert not full.from_cache and full.weights.equals(minilm_analysis.weights)
+    assert full.measures == minilm_analysis.measures
+    again = analyze(minilm_dir, measures=proxies)  # cached with weights: same outputs as cold
+    assert again.from_cache and again.weight_spectra is None
+    assert analyze(minilm_dir).from_cache
+    out = cold.to_dir(tmp_path / "o")
+    assert not (out / "weights.csv").exists() and (out / "matrices.csv").is_file()
+    assert (analyze(minilm_dir).to_dir(tmp_path / "p") / "weights.csv").is_file()
+
+
 # ---- tiny GPT-2 (fused c_attn, Conv1D) and LLaMA (GQA, gated MLP) -----------------------------
 def _save(model, path: Path) -> Path:
     model.save_pretrained(str(path), safe_serialization=True)

@@ -309,8 +309,9 @@ class Analysis:
         return dataclasses.replace(self, details=details, adaptations=list(self.adaptations))
 
     def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
-        """Write summary.json, matrices.csv, layers.csv and spectra.npz through
-        ``io.output_dir`` (atomic; refuses a directory specbound did not write).
+        """Write summary.json, matrices.csv, layers.csv, weights.csv (when the raw-weight spectra
+        were computed) and spectra.npz through ``io.output_dir`` (atomic; refuses a directory
+        specbound did not write).
 
         ``extra(tmp)`` may add files (a report, figures) to the same atomic write. Missing
         (non-finite) cells are written empty; summary.json is strict JSON (no NaN/Infinity).
@@ -322,7 +323,8 @@ class Analysis:
             (tmp / "summary.json").write_text(summary)
             self.matrices.to_csv(tmp / "matrices.csv", index=False, float_format="%.17g")
             self.layers.to_csv(tmp / "layers.csv", index=False, float_format="%.17g")
-            self.weights.to_csv(tmp / "weights.csv", index=False, float_format="%.17g")
+            if self.weight_spectra is not None:  # absent when no chosen measure needed them
+                self.weights.to_csv(tmp / "weights.csv", index=False, float_format="%.17g")
             self.spectra.save(tmp / "spectra.npz")
             if extra is not None:
                 extra(tmp)
@@ -514,7 +516,7 @@ def analyze(
     from .adapters.registry import adapter_for
     from .bounds import check_grid_m, check_l_phi
     from .checkpoint import load_checkpoint
-    from .measures import resolve_names
+    from .measures import needs_weight_spectra, resolve_names
 
     # options first (SpecboundError), before any reading or cache lookup
     grid_m = check_grid_m(grid_m)
@@ -536,6 +538,7 @@ def analyze(
     if l_phi is None:
         l_phi = check_l_phi(spec.l_phi)
 
+    want_weights = needs_weight_spectra(choice)
     cached = None
     key = None
     if cache:
@@ -544,6 +547,8 @@ def analyze(
         key = spectra_cache.cache_key(ckpt, spec, adapter)
         if key is not None:
             cached = spectra_cache.load(key, spec)
+        if cached is not None and want_weights and cached[1] is None:
+            cached = None  # stored by a run that skipped the raw weights: recompute both
     from_cache = cached is not None
     if cached is not None:
         spectra, weights = cached
@@ -551,9 +556,13 @@ def analyze(
         if spectra_fn is not None:
             spectra, weights = spectra_fn(ckpt, adapter, device, progress)
         else:
-            spectra, weights = compute_all_spectra(adapter, device=device, progress=progress)
+            spectra, weights = compute_all_spectra(
+                adapter, device=device, progress=progress, weights=want_weights
+            )
         if key is not None:
             spectra_cache.store(key, spectra, weights)
+    if not want_weights:  # the same outputs whether or not a cache entry holds them
+        weights = None
     distance = compute_distance(adapter, init_adapter) if init_adapter is not None else None
     details = compute_bounds(spectra, spec.num_layers, spec.hidden_size, l_phi, grid_m)
     adaptations = list(spec.adaptations) + list(ckpt.notes)

@@ -105,9 +105,9 @@ def _consistent(s: Spectra, spec: Any) -> bool:
     )
 
 
-def load(key: str, spec: Any = None) -> tuple[Spectra, WeightSpectra] | None:
+def load(key: str, spec: Any = None) -> tuple[Spectra, WeightSpectra | None] | None:
     """The cached (spectra, raw-weight spectra) for ``key``; None when absent, unreadable or not
-    shaped like ``spec``."""
+    shaped like ``spec``. The raw-weight part is None when it was stored without them."""
     import numpy as np
 
     path = _path(key)
@@ -117,24 +117,28 @@ def load(key: str, spec: Any = None) -> tuple[Spectra, WeightSpectra] | None:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
         s = Spectra(**{f: arrays[f] for f in Spectra._FIELDS})
-        w = WeightSpectra.from_arrays(arrays, prefix=_W)
+        has_w = any(k.startswith(_W) for k in arrays)
+        w = WeightSpectra.from_arrays(arrays, prefix=_W) if has_w else None
     except Exception:  # truncated, corrupt, old or foreign file: recompute and overwrite
         return None
     ok = _consistent(s, spec) and (
         spec is None
+        or w is None
         or (len(w) == 6 * int(spec.num_layers) and int(w.sv_offsets[-1]) == w.sv_values.size)
     )
     return (s, w) if ok else None
 
 
-def store(key: str, spectra: Spectra, weights: WeightSpectra) -> None:
-    """Write atomically (``io.atomic_file``); a read-only or full cache dir is ignored."""
+def store(key: str, spectra: Spectra, weights: WeightSpectra | None) -> None:
+    """Write atomically (``io.atomic_file``); a read-only or full cache dir is ignored.
+    ``weights`` None: the entry holds the canonical spectra only."""
     import numpy as np
 
     from .io import atomic_file
 
     arrays = {f: getattr(spectra, f) for f in Spectra._FIELDS}
-    arrays.update(weights.arrays(prefix=_W))
+    if weights is not None:
+        arrays.update(weights.arrays(prefix=_W))
     try:
         with atomic_file(_path(key)) as fh:
             np.savez(fh, **arrays)

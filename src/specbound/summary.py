@@ -188,7 +188,8 @@ def print_summary(
     for note in a.adaptations:
         console.print(f"[yellow]adaptation:[/yellow] {escape(note)}", highlight=False)
     if out is not None:
-        files = "summary.json, matrices.csv, layers.csv, weights.csv, spectra.npz"
+        weights_csv = " weights.csv," if a.weight_spectra is not None else ""
+        files = f"summary.json, matrices.csv, layers.csv,{weights_csv} spectra.npz"
         if report:
             files += ", report.html, figures/"
         console.print(f"wrote {escape(short_path(out, 40))}/: {files}", highlight=False)

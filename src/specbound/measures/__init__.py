@@ -79,6 +79,11 @@ def resolve_names(names: str | list[str] | tuple[str, ...] | None) -> list[str]:
     return out
 
 
+def needs_weight_spectra(names: list[str] | None) -> bool:
+    """Whether any of the chosen measures (None = all) reads the raw-weight spectra."""
+    return any(get_measure(n).needs_weights for n in resolve_names(names))
+
+
 def compute_measures(
     inp: MeasureInput, names: list[str] | None = None
 ) -> tuple[dict[str, float | None], dict[str, str]]:
@@ -101,5 +106,6 @@ __all__ = [
     "compute_measures",
     "get_measure",
     "measure_names",
+    "needs_weight_spectra",
     "resolve_names",
 ]

@@ -32,7 +32,9 @@ class Measure:
 
     ``log10``: the value is already a log10 (the bounds, the log products). ``bound_form``: the
     correlation protocol (SPEC 10) also evaluates ``log10 value - 1/2 log10 n`` as
-    ``<name>_per_sqrt_n`` when the training-set size n is known.
+    ``<name>_per_sqrt_n`` when the training-set size n is known. ``needs_weights``: reads the
+    raw-weight spectra (``MeasureInput.weights``: the SVDs of W_Q, W_K, W_V, W_O, the costliest
+    part of an analysis); when no chosen measure does, they are not computed.
     """
 
     name: str
@@ -41,6 +43,7 @@ class Measure:
     log10: bool = False
     bound_form: bool = False
     needs_init: bool = False
+    needs_weights: bool = True
 
 
 @dataclass(eq=False)

@@ -19,4 +19,5 @@ MEASURE = Measure(
     "sum over weight matrices of ||W - W0||_F^2 from the initialization (needs --init)",
     compute,
     needs_init=True,
+    needs_weights=False,  # ||W - W0||_F^2 comes from the tensors (analysis.compute_distance)
 )

@@ -20,4 +20,5 @@ MEASURE = Measure(
     compute,
     log10=True,
     bound_form=True,
+    needs_weights=False,
 )

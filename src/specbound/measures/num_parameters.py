@@ -16,4 +16,5 @@ MEASURE = Measure(
     "number of scalars in the checkpoint (every tensor)",
     compute,
     bound_form=True,
+    needs_weights=False,
 )
