@@ -448,6 +448,10 @@ def test_analyze_by_block_equals_local_on_sharded_bf16(cluster, tmp_path) -> Non
         np.testing.assert_array_equal(getattr(a.spectra, f), getattr(b.spectra, f))
     pd.testing.assert_frame_equal(a.weights, b.weights, check_exact=True)
     assert seen[-1] == (3, 3)
+    # proxies only: the block tasks skip the raw-weight SVDs, the proxies are unchanged
+    proxies = ["spectrum_adaptive", "norm_based"]
+    c = ray_analyze(str(ckpt), address=cluster, cache=False, measures=proxies)
+    assert c.weight_spectra is None and c.measures == {k: b.measures[k] for k in proxies}
 
 
 @pytest.mark.slow

@@ -300,6 +300,7 @@ def _block_task(
     layer: int,
     device: str | None,
     threads: int,
+    weights: bool = True,
 ) -> Any:
     from ..adapters.registry import adapter_for
     from ..analysis import compute_block
@@ -308,7 +309,7 @@ def _block_task(
     with _cpu_budget(threads):
         ckpt = load_checkpoint(source, dict(config))
         adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
-        return compute_block(adapter, layer, device)
+        return compute_block(adapter, layer, device, weights)
 
 
 def _reason(exc: BaseException, ray: Any, retries: int) -> str:
@@ -452,9 +453,12 @@ def analyze(
     def spectra_fn(
         ckpt: Any, adapter: Any, device: str | None, progress: Callable[[int, int], None] | None
     ) -> Any:
+        from ..measures import needs_weight_spectra, resolve_names
         from ..spectra import Spectra
         from ..weights import WeightSpectra
 
+        chosen = analyze_kwargs.get("measures")
+        weights = needs_weight_spectra(None if chosen is None else resolve_names(chosen))
         if ckpt.path is None:
             raise SpecboundError(
                 f"--engine ray reads {ckpt.name} in every task: pass a checkpoint directory or "
@@ -478,7 +482,7 @@ def analyze(
                 max_retries=max_retries,
                 retry_exceptions=False,
                 name=f"specbound:{ckpt.name}:block{l}",
-            ).remote(str(ckpt.path), ckpt.config, mapping, prefix, l, device, threads): l
+            ).remote(str(ckpt.path), ckpt.config, mapping, prefix, l, device, threads, weights): l
             for l in sorted(set(source.values()))
         }
         blocks: dict[int, Any] = {}
@@ -508,7 +512,7 @@ def analyze(
             parts.append(part)
             if wpart is not None:
                 wparts.append(wpart)
-        return Spectra.concat(parts), WeightSpectra.concat(wparts)
+        return Spectra.concat(parts), (WeightSpectra.concat(wparts) if weights else None)
 
     return run(model, spectra_fn=spectra_fn, **analyze_kwargs)
 
