@@ -83,6 +83,13 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
     assert "Which matrices dominate" in answer and "Which p they chose" in answer
     for name in ("spectral_decay", "contribution_vs_p", "head_heatmap", "alpha"):
         assert (reports["analysis"].parent / "figures" / f"{name}.svg").is_file()
+    # matrices table: an FFN matrix has no head ("n/a"), never the CSV's -1 placeholder
+    table = html.split("(matrices.csv)</h2>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)
+    cells = [c for r in rows if (c := re.findall(r"<td[^>]*>(.*?)</td>", r))]
+    ffn = [c for c in cells if c[2] in ("M_in", "M_out")]
+    assert ffn and all(c[1] == "n/a" for c in ffn)
+    assert all(c[1] != "-1" for c in cells)
 
 
 def test_study_report(reports: dict[str, Path]) -> None:

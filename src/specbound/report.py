@@ -357,6 +357,7 @@ def answer_html(a: Analysis) -> str:
 def analysis_sections(a: Analysis, figs: Sequence[Figure]) -> list[str]:
     """Answer, figures, tables for one model."""
     mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
+    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: "n/a", not -1
     out = [answer_html(a)]
     mt = measures_table(a)
     if mt is not None:
