@@ -269,6 +269,9 @@ def test_new_task_is_one_registration(tmp_path):
         ("axes:\n  train_fraction: [1.5]\n", "train_fraction"),
         ("axes:\n  lr: []\n", "no values"),
         ("axes:\n  lr: [fast]\n", "not a finite number"),
+        ("axes:\n  lr: [.nan]\n", "not a finite number"),
+        ("target_loss: 1e400\n", "target_loss"),
+        ("target_loss: -1e-2\n", "target_loss"),
         ("axes:\n  depth: [1.5]\n", "must be an integer"),
         ("max_steps: -3\n", "max_steps"),
         ("task: digits\n", "is for task 'digits'"),
@@ -285,6 +288,20 @@ def test_bad_grid_is_one_line_error(tmp_path, grid, needle):
     msg = str(exc.value)
     assert needle in msg and "\n" not in msg and str(g) in msg
     assert not (tmp_path / "z").exists()
+
+
+def test_grid_numbers_without_a_dot_mean_numbers(tmp_path):
+    """PyYAML reads ``3e-3`` (no dot, YAML 1.1) as a string; the grid takes it as 0.003."""
+    import yaml
+
+    from specbound.studies.zoo.train import load_grid, plan
+
+    g = tmp_path / "grid.yaml"
+    g.write_text("axes:\n  lr: [3e-3, 1e-2]\n  weight_decay: [1E-1]\ntarget_loss: 1e-3\n")
+    assert yaml.safe_load(g.read_text())["axes"]["lr"] == ["3e-3", "1e-2"]  # the quirk itself
+    p = plan("modular-addition", preset="tiny", grid=load_grid(g))
+    assert p.axes["lr"] == [0.003, 0.01] and p.axes["weight_decay"] == [0.1]
+    assert p.target_loss == 0.001
 
 
 def test_cli_errors_are_one_line(tmp_path):

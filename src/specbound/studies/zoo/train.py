@@ -119,13 +119,24 @@ def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     return doc
 
 
+def _number(v: Any) -> Any:
+    """``v``, or the float a string spells: YAML 1.1 (PyYAML) reads ``3e-3`` (no dot) as a
+    string, and a grid file written that way should mean what its author meant."""
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return v
+    return v
+
+
 def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
     if not isinstance(values, list):
         values = [values]
     if not values:
         raise SpecboundError(f"{where}: axis '{name}' has no values; give at least one")
     out: list[Any] = []
-    for v in values:
+    for v in map(_number, values):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise SpecboundError(f"{where}: axis '{name}' value {v!r} is not a finite number")
         if name in INT_AXES:
@@ -179,10 +190,15 @@ def plan(
                 )
             axes[k] = v
         max_steps = grid.get("max_steps", max_steps)
-        target = grid.get("target_loss", target)
+        target = _number(grid.get("target_loss", target))
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise SpecboundError(f"{grid_source}: max_steps must be a positive integer")
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or not target > 0:
+    if (
+        isinstance(target, bool)
+        or not isinstance(target, (int, float))
+        or not math.isfinite(target)
+        or not target > 0
+    ):
         raise SpecboundError(f"{grid_source}: target_loss must be a positive number")
     checked = {a: _check_axis(task, a, axes[a], grid_source) for a in task.axes}
     return ZooPlan(task, checked, int(max_steps), float(target), preset)
