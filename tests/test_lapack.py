@@ -61,6 +61,26 @@ def test_numpys_openblas_gets_the_gil_free_path():
     assert lapack.available()
 
 
+def test_a_32_bit_integer_openblas_binds_too(monkeypatch):
+    """scipy's own OpenBLAS (scipy-openblas32: ``scipy_`` prefix, 32-bit integers) is a second
+    real library with the other integer width: bound through it, results still match."""
+    others = [
+        d["filepath"]
+        for d in threadpool_info()
+        if d.get("internal_api") == "openblas" and "numpy" not in d["filepath"]
+    ]
+    if not others:
+        pytest.skip("no second OpenBLAS (scipy's) is loaded here")
+    monkeypatch.setattr(lapack, "_openblas_paths", lambda: others)
+    assert lapack.available()
+    m = np.random.default_rng(9).standard_normal((70, 45))
+    want = scipy.linalg.svd(m, compute_uv=False, lapack_driver="gesvd")
+    assert_sv_match(lapack.svdvals(m), want, 45)
+    g = m.T @ m
+    ev = lapack.eigvalsh(g)
+    assert np.max(np.abs(ev - np.sort(want**2))) <= SV_C * EPS * 45 * float(want[0] ** 2)
+
+
 @pytest.mark.parametrize("name", [n for n, _ in _matrices()])
 def test_svdvals_match_scipy_lapack(name):
     m = dict(_matrices())[name]

@@ -22,10 +22,11 @@ import numpy as np
 #: ``$SPECBOUND_LAPACK``: "auto" (ctypes when available) or "numpy" (always numpy.linalg).
 ENV = "SPECBOUND_LAPACK"
 _COL_MAJOR = 102
-#: Symbol spellings of OpenBLAS builds: numpy >= 2 wheels (scipy-openblas, 64-bit integers),
-#: older openblas64_ wheels, plain 32-bit-integer builds.
+#: Symbol spellings of OpenBLAS builds: numpy >= 2 wheels (scipy-openblas64, 64-bit integers),
+#: scipy's wheels (scipy-openblas32), older openblas64_ wheels, plain 32-bit-integer builds.
 _SPELLINGS = (
     ("scipy_", "64_", ctypes.c_int64),
+    ("scipy_", "", ctypes.c_int32),
     ("", "64_", ctypes.c_int64),
     ("", "", ctypes.c_int32),
 )
