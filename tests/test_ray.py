@@ -471,3 +471,35 @@ def test_correlate_under_ray_equals_local(cluster, zoo6, tmp_path) -> None:
     pd.testing.assert_frame_equal(a.correlation, b.correlation, check_exact=True)
     pd.testing.assert_frame_equal(a.skipped, b.skipped)
     assert list(a.skipped.model) == [zoo6[5]]  # unconverged: excluded by correlate, not analyzed
+
+
+@pytest.mark.slow
+def test_reproduce_under_ray_equals_local(cluster, tmp_path) -> None:
+    """``reproduce --engine ray``: one task per miniature, the same tables as the local run."""
+    pytest.importorskip("matplotlib")
+    from study_helpers import write_bert
+    from typer.testing import CliRunner
+
+    from specbound.cli import app
+
+    d = tmp_path / "minis"
+    write_bert(d / "bert_uncased_L-2_H-128_A-2", 2, 128)
+    write_bert(d / "bert_uncased_L-4_H-128_A-2", 4, 128)
+    write_bert(d / "bert_uncased_L-2_H-256_A-4", 2, 256)
+    outs = {}
+    for engine in ("local", "ray"):
+        out = tmp_path / engine
+        args = ["reproduce", "bert-miniatures", "--local-dir", str(d), "--out", str(out), "-q"]
+        if engine == "ray":
+            args += ["--engine", "ray", "--ray-address", cluster]
+        r = CliRunner().invoke(app, [*args, "--no-cache"])
+        assert r.exit_code == 0, r.output
+        assert "21 of 24 checkpoints missing" in r.output
+        outs[engine] = out
+    for f in ("models.csv", "growth.csv"):
+        pd.testing.assert_frame_equal(
+            pd.read_csv(outs["ray"] / f), pd.read_csv(outs["local"] / f), check_exact=True
+        )
+    from specbound.engines.ray import state_dir_for
+
+    assert not state_dir_for(outs["ray"]).exists()  # every model finished: no resume state left

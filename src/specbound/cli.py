@@ -313,7 +313,8 @@ def _engine_analyze(engine: str, address: str | None) -> Callable[..., Any]:
 
 
 def _engine_kwargs(engine: str, address: str | None, out: Path, quiet: bool) -> dict[str, Any]:
-    """``engine``/``engine_options`` for ``scale``: a Ray sweep resumes from its state dir."""
+    """``engine``/``engine_options`` of the study commands: a Ray sweep resumes from its state
+    dir."""
     if engine == "local":
         return {}
     from .engines import get_engine
@@ -390,6 +391,16 @@ def _run_study(models: list[str], names: list[str], out: Path, quiet: bool, **kw
             bar.stop()
 
 
+def _drop_resume_state(engine: str, out: Path, study: Any) -> None:
+    """All models done: a Ray sweep's resume state (next to ``out``) has served its purpose."""
+    if engine != "local" and not study.skipped:
+        import shutil
+
+        from .engines import get_engine
+
+        shutil.rmtree(get_engine(engine).state_dir_for(out), ignore_errors=True)
+
+
 def _print_study(study: Any, out: Path) -> None:
     from .summary import print_study
 
@@ -459,12 +470,7 @@ def scale(
     from .report import write_study
 
     study.to_dir(out, extra=lambda tmp: write_study(study, tmp))
-    if engine != "local" and not study.skipped:  # all done: the resume state has served
-        import shutil
-
-        from .engines import get_engine
-
-        shutil.rmtree(get_engine(engine).state_dir_for(out), ignore_errors=True)
+    _drop_resume_state(engine, out, study)
     if not quiet:
         _print_study(study, out)
 
@@ -482,6 +488,14 @@ def reproduce(
     device: str | None = typer.Option(None, "--device", help="numpy (default), cpu, cuda."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
+    engine: str = typer.Option(
+        "local", "--engine", help="local (default) or ray (needs the ray extra)."
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
+    ),
 ) -> None:
     """The paper's scaling study on the 24 BERT Miniatures (google/bert_uncased_L-*_H-*)."""
     from . import plots
@@ -516,6 +530,7 @@ def reproduce(
         quiet,
         device=device,
         cache=not no_cache,
+        **_engine_kwargs(engine, ray_address, out, quiet),
     )
     study.missing = missing
     study.title = f"BERT Miniatures scaling study ({len(present)} of 24 checkpoints)"
@@ -529,6 +544,7 @@ def reproduce(
             f"L={big.spec.num_layers}, N={big.spec.hidden_size}\n"
         )
     study.to_dir(out, extra=lambda tmp: write_study(study, tmp, norm_scaling_layers=2))
+    _drop_resume_state(engine, out, study)
     if not quiet:
         _print_study(study, out)
 
