@@ -509,9 +509,10 @@ def analyze(
     None = all. ``init``: the initialization weights for ``distance_from_init`` (directory, hub
     id, ``nn.Module`` or state dict of the same architecture). ``prefix``: the tensor-name
     prefix when a checkpoint holds several candidate models. ``spectra_fn(ckpt, adapter,
-    device, progress) -> (Spectra, WeightSpectra)`` replaces the local block loop
-    (``compute_all_spectra``) on a cache miss: the hook engines use (``analyze --engine ray``
-    computes each block in its own task with ``compute_block``).
+    device, progress, weights) -> (Spectra, WeightSpectra or None)`` replaces the local block
+    loop (``compute_all_spectra``) on a cache miss: the hook engines use (``analyze --engine
+    ray`` computes each block in its own task with ``compute_block``); ``weights`` says whether
+    the chosen measures need the raw-weight spectra.
     """
     from .adapters.registry import adapter_for
     from .bounds import check_grid_m, check_l_phi
@@ -554,7 +555,7 @@ def analyze(
         spectra, weights = cached
     else:
         if spectra_fn is not None:
-            spectra, weights = spectra_fn(ckpt, adapter, device, progress)
+            spectra, weights = spectra_fn(ckpt, adapter, device, progress, want_weights)
         else:
             spectra, weights = compute_all_spectra(
                 adapter, device=device, progress=progress, weights=want_weights

@@ -451,14 +451,15 @@ def analyze(
         raise SpecboundError("threads must be >= 1 and max_retries >= 0")
 
     def spectra_fn(
-        ckpt: Any, adapter: Any, device: str | None, progress: Callable[[int, int], None] | None
+        ckpt: Any,
+        adapter: Any,
+        device: str | None,
+        progress: Callable[[int, int], None] | None,
+        weights: bool,
     ) -> Any:
-        from ..measures import needs_weight_spectra, resolve_names
         from ..spectra import Spectra
         from ..weights import WeightSpectra
 
-        chosen = analyze_kwargs.get("measures")
-        weights = needs_weight_spectra(None if chosen is None else resolve_names(chosen))
         if ckpt.path is None:
             raise SpecboundError(
                 f"--engine ray reads {ckpt.name} in every task: pass a checkpoint directory or "
