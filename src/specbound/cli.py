@@ -172,6 +172,17 @@ def _progress(quiet: bool, what: str = "layers") -> tuple[Any, Callable[[int, in
     return bar, update
 
 
+#: ``--engine`` and ``--ray-address``, the same on every command that can run on Ray.
+ENGINE_OPTION: Any = typer.Option(
+    "local", "--engine", help="local (default) or ray (needs the ray extra)."
+)
+RAY_ADDRESS_OPTION: Any = typer.Option(
+    None,
+    "--ray-address",
+    help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
+)
+
+
 @app.command()
 @handle_errors
 def analyze(
@@ -204,14 +215,8 @@ def analyze(
         "--prefix",
         help="Tensor-name prefix of the model to use when a checkpoint holds several (bert.).",
     ),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (default) or ray (needs the ray extra)."
-    ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray-address",
-        help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
-    ),
+    engine: str = ENGINE_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
 ) -> None:
     """Spectra of every QK, OV, M_in, M_out matrix, both bound proxies and every measure."""
     run_analysis = _engine_analyze(engine, ray_address)
@@ -427,14 +432,8 @@ def scale(
         "--prefix",
         help="Tensor-name prefix of the model to use when a checkpoint holds several (bert.).",
     ),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (default) or ray (needs the ray extra)."
-    ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray-address",
-        help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
-    ),
+    engine: str = ENGINE_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     revisions: str | None = typer.Option(
         None,
         "--revisions",
@@ -488,14 +487,8 @@ def reproduce(
     device: str | None = typer.Option(None, "--device", help="numpy (default), cpu, cuda."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (default) or ray (needs the ray extra)."
-    ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray-address",
-        help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
-    ),
+    engine: str = ENGINE_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
 ) -> None:
     """The paper's scaling study on the 24 BERT Miniatures (google/bert_uncased_L-*_H-*)."""
     from . import plots
@@ -585,14 +578,8 @@ def correlate(
     device: str | None = typer.Option(None, "--device", help="numpy (default), cpu, cuda."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Recompute spectra; skip the cache."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table."),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (default) or ray (needs the ray extra)."
-    ),
-    ray_address: str | None = typer.Option(
-        None,
-        "--ray-address",
-        help="Ray cluster to join (default $RAY_ADDRESS; else a local Ray runtime starts).",
-    ),
+    engine: str = ENGINE_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
 ) -> None:
     """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
     from . import io as sb_io
