@@ -1,13 +1,15 @@
-"""Does an SVD on a worker thread run in parallel? numpy.linalg vs specbound.lapack, side by side.
+"""Does an SVD on a worker thread run in parallel? numpy.linalg vs specbound.linalg.lapack,
+side by side.
 
     python benchmarks/lapack_threads.py [--reps 3]
 
 The raw-weight SVDs of SPEC 9 (W_Q, W_K, W_V, W_O) run on the thread pool of
 ``spectra.run_jobs``. numpy.linalg holds the GIL during LAPACK, so threads take turns;
-``specbound.lapack`` calls the same gesdd of numpy's OpenBLAS through ctypes, which releases it.
+``specbound.linalg.lapack`` calls the same gesdd of numpy's OpenBLAS through ctypes, which
+releases it.
 Times 24 values-only SVDs (MiniLM: 6 blocks x 4) of 384 x 384 and 48 of 768 x 768 (BERT-base:
 12 x 4), BLAS held at one thread, medians of ``--reps``: in turn with numpy, on a pool of one
-thread per core with numpy, on the same pool with specbound.lapack.
+thread per core with numpy, on the same pool with specbound.linalg.lapack.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from specbound import lapack
+from specbound.linalg import lapack
 
 
 def timed(fn, mats, reps: int) -> float:
@@ -40,7 +42,7 @@ def main() -> None:
     a = ap.parse_args()
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = max(1, min(4, workers or 1))
-    print(f"{workers} worker threads; specbound.lapack GIL-free path: {lapack.available()}")
+    print(f"{workers} worker threads; specbound.linalg.lapack GIL-free path: {lapack.available()}")
     print(
         "| matrices | numpy, in turn (s) | numpy, pool (s) | lapack, pool (s) "
         "| pool speedup numpy / lapack |"

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import DATA, PY, run  # noqa: E402
+from run import DATA, PY, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,17 +61,17 @@ def main() -> None:
             env_numpy = {**env_new, "SPECBOUND_LAPACK": "numpy"}
             for _ in range(a.reps):
                 base_t.append(
-                    run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_base)["wall_s"]
+                    run([*cmd, str(ckpt), "--no-cache", "-q", "--json"], env_base)["wall_s"]
                 )
-                r = run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_new, stdout=True)
+                r = run([*cmd, str(ckpt), "--no-cache", "-q", "--json"], env_new, stdout=True)
                 new_t.append(r["wall_s"])
                 numpy_t.append(
-                    run(cmd + [str(ckpt), "--no-cache", "-q", "--json"], env_numpy)["wall_s"]
+                    run([*cmd, str(ckpt), "--no-cache", "-q", "--json"], env_numpy)["wall_s"]
                 )
             measures = json.loads(r["stdout"])["measures"]
-            run(cmd + [str(ckpt), "-q", "--json"], env_new)  # fill the cache
+            run([*cmd, str(ckpt), "-q", "--json"], env_new)  # fill the cache
             warm = statistics.median(
-                run(cmd + [str(ckpt), "-q", "--json"], env_new)["wall_s"] for _ in range(a.reps)
+                run([*cmd, str(ckpt), "-q", "--json"], env_new)["wall_s"] for _ in range(a.reps)
             )
             b, n = statistics.median(base_t), statistics.median(new_t)
             npy = statistics.median(numpy_t)

@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
             log10_contribution=best / math.log(10),
         )
         log_c_all.append(best)
-    log_sa = logsumexp(log_c_all + [0.5 * math.log(L)])
+    log_sa = logsumexp([*log_c_all, 0.5 * math.log(L)])
     log_xi = [logsumexp(x) for x in xi_terms]
     terms = [la * 2 / 3 + lx for la, lx in zip(log_alpha, log_xi, strict=True)]
     log_nb = 1.5 * logsumexp([0.0, *terms])

@@ -6,7 +6,8 @@
 Writes the checkpoints (fp32 safetensors, different seeds) under ``--data`` (gitignored
 ``benchmarks/_data/``), then times, in this one process, with the spectra cache off:
 
-- ``local``: ``specbound.study.scale`` with the default engine (block jobs on a thread pool);
+- ``local``: ``specbound.studies.scale.scale`` with the default engine (block jobs on a
+  thread pool);
 - ``local 1 CPU``: the same held to one CPU (BLAS 1 thread, jobs sequential), the fair
   baseline for one Ray worker;
 - ``ray 1 worker`` / ``ray 2 workers``: ``engines.ray.analyze_models`` on a fresh local Ray
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_checkpoints import tensors, write_shard  # noqa: E402
+from make_checkpoints import tensors, write_shard
 
 
 def make_models(data: Path, n: int, layers: int, hidden: int) -> list[str]:
@@ -65,7 +66,7 @@ def main() -> None:
     from threadpoolctl import threadpool_limits
 
     from specbound.engines.ray import analyze_models
-    from specbound.study import scale
+    from specbound.studies.scale import scale
 
     models = make_models(args.data, args.models, args.layers, args.hidden)
     gb = sum(Path(m, "model.safetensors").stat().st_size for m in models) / 1e9

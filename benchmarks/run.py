@@ -126,7 +126,7 @@ def compare_spectra(p: Path, q: Path) -> float:
     norms); structure must be identical."""
     import numpy as np
 
-    from specbound.spectra import Spectra, rank_threshold
+    from specbound.linalg.spectra import Spectra, rank_threshold
 
     s, t = Spectra.load(p), Spectra.load(q)
     for f in ("layer", "head", "matrix_type", "rows", "cols", "sv_offsets"):

@@ -36,8 +36,8 @@ transformers = pytest.importorskip("transformers")
 
 from specbound.adapters import get_adapter  # noqa: E402
 from specbound.analysis import analyze  # noqa: E402
-from specbound.checkpoint import load_checkpoint  # noqa: E402
-from specbound.spectra import head_factors  # noqa: E402
+from specbound.io.checkpoint import load_checkpoint  # noqa: E402
+from specbound.linalg.spectra import head_factors  # noqa: E402
 
 #: Config keyword that makes every family run the eager attention the harness hooks into.
 EAGER = {"attn_implementation": "eager"}

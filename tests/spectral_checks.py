@@ -85,7 +85,7 @@ def assert_sv_match(
         assert r_got == spec_rank(want, k), (r_got, spec_rank(want, k))
 
 
-def assert_spectra_sv_match(got, want) -> None:  # noqa: ANN001 - two specbound Spectra
+def assert_spectra_sv_match(got, want) -> None:
     """Row by row ``assert_sv_match`` of two Spectra tables with the same rows (and ranks)."""
     assert len(got) == len(want)
     for i in range(len(want)):

@@ -29,7 +29,7 @@ def test_names_from_configs():
     assert lipschitz_constant("gelu_new") == lipschitz_constant("GELU") == 1.13
     assert lipschitz_constant("gated-gelu") == 1.13  # T5 v1.1 feed_forward_proj
     assert lipschitz_constant("swish") == lipschitz_constant("silu")
-    with pytest.raises(ConfigError, match="--l-phi"):
+    with pytest.raises(ConfigError, match="l_phi="):
         lipschitz_constant("relu2")
 
 

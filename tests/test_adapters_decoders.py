@@ -104,7 +104,9 @@ LLAMA_CASES = [
 ]
 
 
-@pytest.mark.parametrize("model_type,cfg_cls,model_cls,heads,kv,head_dim", LLAMA_CASES)
+@pytest.mark.parametrize(
+    ("model_type", "cfg_cls", "model_cls", "heads", "kv", "head_dim"), LLAMA_CASES
+)
 def test_llama_family_gqa_gated(tmp_path, model_type, cfg_cls, model_cls, heads, kv, head_dim):
     extra = {"head_dim": head_dim} if head_dim else {}
     cfg = getattr(transformers, cfg_cls)(

@@ -38,7 +38,7 @@ def test_distilbert(tmp_path):
     assert rep.spec.architecture == "distilbert" and rep.spec.adaptations == ()
 
 
-@pytest.mark.parametrize("groups,inner", [(1, 1), (2, 2)])
+@pytest.mark.parametrize(("groups", "inner"), [(1, 1), (2, 2)])
 def test_albert_shared_layers(tmp_path, groups, inner):
     cfg = transformers.AlbertConfig(
         hidden_size=32,

@@ -15,8 +15,8 @@ from specbound.adapters import get_adapter
 from specbound.adapters.base import split_interleaved
 from specbound.adapters.mapping import MappingAdapter
 from specbound.analysis import analyze
-from specbound.checkpoint import load_checkpoint
 from specbound.errors import CheckpointError, ConfigError
+from specbound.io.checkpoint import load_checkpoint
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -156,7 +156,7 @@ def test_missing_tensor_is_named(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "edit,needle",
+    ("edit", "needle"),
     [
         (lambda m: m.update(num_heads=5), "not divisible"),
         (lambda m: m.update(hidden_size="no_such_key"), "no_such_key"),
@@ -172,9 +172,12 @@ def test_mapping_errors(tmp_path, edit, needle):
     path, _, _ = tinynet(tmp_path)
     mapping = readme_mapping()
     edit(mapping)
+
+    def build_and_read() -> None:
+        MappingAdapter.from_spec(load_checkpoint(str(path)), mapping).layer(0)
+
     with pytest.raises(ConfigError) as exc:
-        adapter = MappingAdapter.from_spec(load_checkpoint(str(path)), mapping)
-        adapter.layer(0)
+        build_and_read()
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 

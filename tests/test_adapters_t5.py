@@ -57,7 +57,7 @@ def test_t5_encoder_decoder(tmp_path):
     notes = " ".join(s.adaptations)
     assert "cross-attention" in notes and "not included" in notes
     from specbound.adapters import get_adapter
-    from specbound.checkpoint import load_checkpoint
+    from specbound.io.checkpoint import load_checkpoint
 
     ignored = get_adapter(load_checkpoint(str(tmp_path / "ckpt"))).ignored_tensors()
     assert "decoder.block.0.layer.1.EncDecAttention.q.weight" in ignored

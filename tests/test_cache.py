@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_tiny_bert
+from checkpoints import write_tiny_bert
 
 import specbound.analysis as analysis_mod
-from specbound import cache
+from specbound.linalg import cache
 from specbound.analysis import analyze
-from specbound.spectra import Spectra
+from specbound.linalg.spectra import Spectra
 
 L, N, H, F = 2, 32, 4, 64
 
@@ -56,8 +56,8 @@ def test_hit_and_other_bound_options(
     other = analyze(ck, l_phi=1.0, grid_m=7)  # only the bounds are recomputed
     assert other.from_cache and other.grid_m == 7 and other.l_phi == 1.0
     for x, y in [
-        (other.bounds.spectrum_adaptive.log, fresh.bounds.spectrum_adaptive.log),
-        (other.bounds.norm_based.log, fresh.bounds.norm_based.log),
+        (other.bounds.spectrum_adaptive.ln, fresh.bounds.spectrum_adaptive.ln),
+        (other.bounds.norm_based.ln, fresh.bounds.norm_based.ln),
     ]:
         assert x == pytest.approx(y, rel=1e-12)
     np.testing.assert_array_equal(other.details.p_star, fresh.details.p_star)
@@ -170,4 +170,139 @@ def test_cli_cache_info_clear_and_flags(tmp_path: Path, cache_dir: Path) -> None
     assert r.exit_code == 0 and "1 entries" in r.output and str(cache_dir) in r.output
     r = run(app, ["cache", "clear"])
     assert r.exit_code == 0 and "removed 1" in r.output
+    assert cache.info()["entries"] == 0
+
+
+def _poison(cache_dir: Path, value: float) -> None:
+    """Rewrite the one entry with ``value`` in its singular values, sealed with valid checksums
+    (damage the checksums cannot see: a bug or a forger)."""
+    from specbound.io.codec import read_record, write_record
+
+    (entry,) = (cache_dir / "spectra").glob("*.json")
+    stem = entry.with_suffix("")
+    meta, arrays = read_record(stem)
+    arrays["sv_values"] = arrays["sv_values"].copy()
+    arrays["sv_values"][0] = value
+    write_record(stem, meta, arrays, kind="spectra")
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_entry_is_invalid_and_recomputed(
+    tmp_path: Path, cache_dir: Path, value: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    ck = write_bert(tmp_path / "m")
+    a = analyze(ck)
+    _poison(cache_dir, value)
+    with caplog.at_level("WARNING", logger="specbound"):
+        b = analyze(ck)
+    assert not b.from_cache
+    assert_spectra_equal(a.spectra, b.spectra)
+    assert np.isfinite(b.spectra.sv_values).all()
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("warning: cache entry ") and "NaN or infinite" in line
+    assert analyze(ck).from_cache  # the recomputed entry replaced the bad one
+
+
+CLI = "from specbound.cli import main; main()"
+
+
+def test_non_finite_entry_one_warning_line_in_cli(tmp_path: Path, cache_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    ck = write_bert(tmp_path / "m")
+    analyze(ck)
+    _poison(cache_dir, np.nan)
+    r = subprocess.run(
+        [sys.executable, "-c", CLI, "analyze", str(ck), "--json", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SPECBOUND_CACHE_DIR": str(cache_dir)},
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: cache entry "), r.stderr
+    assert "nan" not in r.stdout.lower().replace("nan_", "")  # strict JSON, no NaN printed
+
+
+def test_stores_no_non_finite_entry(cache_dir: Path) -> None:
+    from specbound.io.cache import store_arrays
+
+    assert not store_arrays("0" * 32, {"x": np.array([1.0, np.nan])})
+    assert cache.info()["entries"] == 0
+    assert store_arrays("0" * 32, {"x": np.array([1.0, 2.0])})
+    assert cache.info()["entries"] == 1
+
+
+def test_pre_codec_entry_is_ignored(tmp_path: Path, cache_dir: Path) -> None:
+    """An entry of the former format (a bare npz, no checksummed JSON) is not served."""
+    ck = write_bert(tmp_path / "m")
+    a = analyze(ck)
+    (entry,) = (cache_dir / "spectra").glob("*.json")
+    entry.unlink()
+    bad = Spectra(**{f: getattr(a.spectra, f) for f in Spectra._FIELDS})
+    bad.sv_values = bad.sv_values * 2
+    bad.save(entry.with_suffix(".npz"))
+    b = analyze(ck)
+    assert not b.from_cache
+    assert_spectra_equal(a.spectra, b.spectra)
+
+
+def _read_only_unlink(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:
+    """Simulate a read-only cache folder (root ignores chmod): unlinking inside it fails."""
+    import errno
+
+    real = Path.unlink
+
+    def unlink(self: Path, missing_ok: bool = False) -> None:
+        if cache_dir in self.parents:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+
+
+def test_clear_read_only_cache_is_one_line(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from specbound.cli import app
+    from specbound.errors import CacheError
+
+    analyze(write_bert(tmp_path / "m"))
+    _read_only_unlink(monkeypatch, cache_dir)
+    with pytest.raises(CacheError) as e:
+        cache.clear()
+    msg = str(e.value)
+    assert str(cache_dir / "spectra") in msg and "Permission denied" in msg and "\n" not in msg
+    r = CliRunner().invoke(app, ["cache", "clear"])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot clear the spectra cache")
+    assert "Traceback" not in r.output
+    assert cache.info()["entries"] == 1  # nothing was deleted
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_clear_chmod_555_cache(tmp_path: Path, cache_dir: Path) -> None:
+    from specbound.errors import CacheError
+
+    analyze(write_bert(tmp_path / "m"))
+    d = cache_dir / "spectra"
+    d.chmod(0o555)
+    try:
+        with pytest.raises(CacheError, match="cannot clear the spectra cache"):
+            cache.clear()
+    finally:
+        d.chmod(0o755)
+
+
+def test_clear_leaves_foreign_files(tmp_path: Path, cache_dir: Path) -> None:
+    analyze(write_bert(tmp_path / "m"))
+    mine = cache_dir / "spectra" / "notes.txt"
+    mine.write_text("user file")
+    assert cache.clear() == 1
+    assert mine.read_text() == "user file"
     assert cache.info()["entries"] == 0

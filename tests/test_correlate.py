@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import write_tiny_bert
+from correlate_reference import reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,26 +44,6 @@ def bf_tau(x, y):
             disc += 1
     den = (npairs - tx) * (npairs - ty)
     return (conc - disc) / math.sqrt(den) if den > 0 else math.nan
-
-
-def bf_psi(mu, g, theta):
-    """(Psi, [psi_i]) with theta a list of tuples (one per model)."""
-    k = len(theta[0]) if theta else 0
-    psis = []
-    for a in range(k):
-        groups = defaultdict(list)
-        for m, th in enumerate(theta):
-            groups[th[:a] + th[a + 1 :]].append(m)
-        taus = []
-        for members in groups.values():
-            if len(members) < 2:
-                continue
-            t = bf_tau([mu[m] for m in members], [g[m] for m in members])
-            if not math.isnan(t):
-                taus.append(t)
-        psis.append(sum(taus) / len(taus) if taus else math.nan)
-    ok = [p for p in psis if not math.isnan(p)]
-    return (sum(ok) / len(ok) if ok else math.nan), psis
 
 
 def bf_cmi_s(mu, g, theta, s):
@@ -100,23 +81,6 @@ def bf_cmi(mu, g, theta):
     return min(vals.values()), vals
 
 
-def bf_sign_error(mu, g, theta):
-    per_axis = defaultdict(list)
-    for a, b in itertools.combinations(range(len(mu)), 2):
-        differ = [i for i in range(len(theta[a])) if theta[a][i] != theta[b][i]]
-        if len(differ) != 1 or g[a] == g[b]:
-            continue
-        sm = (mu[a] > mu[b]) - (mu[a] < mu[b])
-        sg = (g[a] > g[b]) - (g[a] < g[b])
-        per_axis[differ[0]].append((1 - sm * sg) / 2)
-    errs = [e for v in per_axis.values() for e in v]
-    if not errs:
-        return math.nan, math.nan, set()
-    means = {a: sum(v) / len(v) for a, v in per_axis.items()}
-    worst = max(means.values())
-    return sum(errs) / len(errs), worst, {a for a, m in means.items() if m == worst}
-
-
 def frame(theta, mu, g, axes=("A", "B")):
     df = pd.DataFrame(theta, columns=list(axes))
     df["mu"] = mu
@@ -145,43 +109,43 @@ def test_tau_hand_t2():
 
 
 def test_psi_hand_t2():
-    # psi_A: groups by B. B=0 {0,3}: dmu +1, dg +.3 -> 1. B=1 {1,4}: mu tied -> undefined,
-    #   skipped. B=2 {2,5}: +2, +.2 -> 1. psi_A = 1.
+    # Jiang's form (a pair tied in mu or g counts 0).
+    # psi_A: groups by B. B=0 {0,3}: +1. B=1 {1,4}: mu tied -> 0. B=2 {2,5}: +1. psi_A = 2/3.
     # psi_B: groups by A. A=0 {0,1,2}: (0,1) C, (0,2) C, (1,2) D -> 1/3.
-    #   A=1 {3,4,5}: (3,4) mu tie, (3,5) g tie, (4,5) D -> -1 / sqrt(2 * 2) = -1/2.
-    #   psi_B = (1/3 - 1/2) / 2 = -1/12. Psi = (1 - 1/12) / 2 = 11/24.
+    #   A=1 {3,4,5}: (3,4) mu tie 0, (3,5) g tie 0, (4,5) D -> -1/3. psi_B = 0. Psi = 1/3.
     codes = C.axis_codes(frame(T2_THETA, T2_MU, T2_G), ["A", "B"])
     psi, psis = C.granulated_psi(np.array(T2_MU), np.array(T2_G), codes)
-    assert psis == pytest.approx([1.0, -1 / 12], abs=1e-15)
-    assert psi == pytest.approx(11 / 24, abs=1e-15)
+    assert psis == pytest.approx([2 / 3, 0.0], abs=1e-15)
+    assert psi == pytest.approx(1 / 3, abs=1e-15)
 
 
 def test_psi_group_of_one_and_single_valued_axis():
     # a seventh model alone in its groups for both axes changes nothing; an axis C with one
-    # value makes every C-group a single model: psi_C undefined and left out of Psi.
-    theta = [(a, b, 7) for a, b in T2_THETA] + [(2, 3, 7)]
-    df = frame(theta, T2_MU + [9.0], T2_G + [0.0], axes=("A", "B", "C"))
+    # value has no groups: psi_C undefined and left out of Psi.
+    theta = [*((a, b, 7) for a, b in T2_THETA), (2, 3, 7)]
+    df = frame(theta, [*T2_MU, 9.0], [*T2_G, 0.0], axes=("A", "B", "C"))
     t = C.correlation_table(df, ["mu"], ["A", "B", "C"], bootstrap=0)
     r = t.iloc[0]
-    assert r["psi_A"] == pytest.approx(1.0)
-    assert r["psi_B"] == pytest.approx(-1 / 12)
-    assert math.isnan(r["psi_C"])
-    assert r["psi"] == pytest.approx(11 / 24)
-    assert r["n_models"] == 7
+    assert r["psi_A"] == pytest.approx(2 / 3)
+    assert r["psi_B"] == pytest.approx(0.0)
+    assert math.isnan(r["psi_C"]) and r["psi_C_groups"] == 0 and r["psi_C_pairs"] == 0
+    assert r["psi"] == pytest.approx(1 / 3)
+    assert r["n_models"] == 7 and r["psi_A_groups"] == 3 and r["psi_B_pairs"] == 6
 
 
 def test_sign_error_hand_t2():
     # one-axis pairs. Axis B (same A): (0,1) C -> 0, (0,2) C -> 0, (1,2) D -> 1, (3,4) dmu = 0
     #   -> 1/2, (3,5) dg = 0 -> excluded, (4,5) D -> 1: mean 2.5 / 5 = 0.5.
     # Axis A (same B): (0,3) C -> 0, (1,4) dmu = 0 -> 1/2, (2,5) C -> 0: mean 1/6.
-    # all: 3 / 8 = 0.375; robust = 0.5 on B.
+    # all: 3 / 8 = 0.375; no axis has >= 10 pairs: the robust figure is "too few pairs".
     codes = C.axis_codes(frame(T2_THETA, T2_MU, T2_G), ["A", "B"])
     mean, robust, axis = C.sign_error(np.array(T2_MU), np.array(T2_G), codes)
     assert mean == pytest.approx(0.375, abs=1e-15)
-    assert robust == pytest.approx(0.5, abs=1e-15)
-    assert axis == 1
+    assert math.isnan(robust) and axis is None
     t = C.correlation_table(frame(T2_THETA, T2_MU, T2_G), ["mu"], ["A", "B"], bootstrap=0)
-    assert t.loc[0, "sign_error_robust_axis"] == "B"
+    assert t.loc[0, "sign_error_robust_axis"] == C.TOO_FEW_PAIRS
+    assert t.loc[0, "sign_error_B"] == pytest.approx(0.5) and t.loc[0, "sign_error_B_pairs"] == 5
+    assert t.loc[0, "sign_error_A"] == pytest.approx(1 / 6) and t.loc[0, "sign_error_A_pairs"] == 3
 
 
 # T4: one axis A = [0, 0, 1, 1], mu = [1, 1, 5, 5] (mu only tracks A), g = [1, 2, 3, 4].
@@ -253,49 +217,35 @@ def tables(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables())
 def test_statistics_match_brute_force(tab):
+    # the whole correlation row (through pandas) against the pair loops of correlate_reference
     theta, mu, g = tab
     axes = [f"x{i}" for i in range(len(theta[0]))]
     df = frame(theta, mu, g, axes=axes)
     row = C.correlation_table(df, ["mu"], axes, bootstrap=0).iloc[0]
     same = lambda a, b: (math.isnan(a) and math.isnan(b)) or abs(a - b) < 1e-12  # noqa: E731
     assert same(float(row["kendall_tau"]), bf_tau(mu, g))
-    psi, psis = bf_psi(mu, g, theta)
-    assert same(float(row["psi"]), psi)
-    for a, p in zip(axes, psis, strict=True):
-        assert same(float(row[f"psi_{a}"]), p)
+    ref = reference(mu, g, theta)
+    assert same(float(row["psi"]), ref["psi"])
+    for i, a in enumerate(axes):
+        assert same(float(row[f"psi_{a}"]), ref["psi_axes"][i])
+        assert row[f"psi_{a}_groups"] == ref["psi_groups"][i]
+        assert row[f"psi_{a}_pairs"] == ref["psi_pairs"][i]
+        assert same(float(row[f"sign_error_{a}"]), ref["sign_axes"][i])
+        assert row[f"sign_error_{a}_pairs"] == ref["sign_pairs"][i]
     best, vals = bf_cmi(mu, g, theta)
     assert same(float(row["cmi"]), best)
     if vals:
         names = {s: "+".join(axes[i] for i in s) if s else C.EMPTY_SET for s in vals}
         assert row["cmi_axes"] in {names[s] for s, v in vals.items() if abs(v - best) < 1e-9}
-    mean, worst, worst_axes = bf_sign_error(mu, g, theta)
-    assert same(float(row["sign_error"]), mean)
+    assert same(float(row["sign_error"]), ref["sign_error"])
+    enough = [i for i, p in enumerate(ref["sign_pairs"]) if p >= 10]
+    worst = max((ref["sign_axes"][i] for i in enough), default=math.nan)
     assert same(float(row["sign_error_robust"]), worst)
-    if worst_axes:
-        assert row["sign_error_robust_axis"] in {axes[a] for a in worst_axes}
+    if not enough:
+        assert row["sign_error_robust_axis"] == C.TOO_FEW_PAIRS
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(tables(), st.integers(0, 2**31 - 1))
-def test_bootstrap_matches_explicit_resamples(tab, seed):
-    # the vectorized bootstrap = tau and Psi of each explicitly resampled list of models
-    theta, mu, g = tab
-    n, draws = len(mu), 30
-    axes = [f"x{i}" for i in range(len(theta[0]))]
-    codes = C.axis_codes(frame(theta, mu, g, axes=axes), axes)
-    taus, psis = C.bootstrap_tau_psi(
-        np.array(mu), np.array(g), codes, C.bootstrap_counts(n, draws, seed)
-    )
-    idx = np.random.default_rng(seed).integers(0, n, size=(draws, n))
-    for d in range(draws):
-        rs = list(idx[d])
-        t = bf_tau([mu[i] for i in rs], [g[i] for i in rs])
-        p, _ = bf_psi([mu[i] for i in rs], [g[i] for i in rs], [theta[i] for i in rs])
-        assert (math.isnan(t) and math.isnan(taus[d])) or abs(t - taus[d]) < 1e-12
-        assert (math.isnan(p) and math.isnan(psis[d])) or abs(p - psis[d]) < 1e-12
-
-
-def test_bootstrap_intervals_are_percentiles_and_seeded():
+def test_bootstrap_is_seeded_and_resamples_configurations():
     rng = np.random.default_rng(3)
     n = 24
     theta = [
@@ -307,15 +257,12 @@ def test_bootstrap_intervals_are_percentiles_and_seeded():
     t1 = C.correlation_table(df, ["mu"], ["A", "B"], bootstrap=200, seed=11)
     t2 = C.correlation_table(df, ["mu"], ["A", "B"], bootstrap=200, seed=11)
     pd.testing.assert_frame_equal(t1, t2)
-    idx = np.random.default_rng(11).integers(0, n, size=(200, n))
-    bt = [bf_tau(list(mu[i]), list(g[i])) for i in idx]
-    bp = [bf_psi(list(mu[i]), list(g[i]), [theta[j] for j in i])[0] for i in idx]
-    bt = np.array([v for v in bt if not math.isnan(v)])
-    bp = np.array([v for v in bp if not math.isnan(v)])
+    t3 = C.correlation_table(df, ["mu"], ["A", "B"], bootstrap=200, seed=12)
+    assert t3.loc[0, "kendall_tau_low"] != t1.loc[0, "kendall_tau_low"]
     r = t1.iloc[0]
-    assert [r["tau_low"], r["tau_high"]] == pytest.approx(list(np.percentile(bt, [2.5, 97.5])))
-    assert [r["psi_low"], r["psi_high"]] == pytest.approx(list(np.percentile(bp, [2.5, 97.5])))
-    assert r["tau_low"] <= r["kendall_tau"] <= r["tau_high"]
+    assert r["n_configurations"] == len(set(theta))
+    assert r["kendall_tau_low"] <= r["kendall_tau"] <= r["kendall_tau_high"]
+    assert r["psi_low"] <= r["psi"] <= r["psi_high"]
 
 
 def test_bound_forms_and_sample_size_only():
@@ -360,15 +307,15 @@ def test_read_zoo_axes_and_errors(tmp_path):
         json.dumps({"task": "t", "axes": ["depth", "width", "train_size", "seed"]})
     )
     z = C.read_zoo(tmp_path)
-    assert z.axes == ["width", "train_size", "seed"] and z.task == "t"  # the zoo's own axes
+    assert z.axes == ["width", "train_size"] and z.task == "t"  # the zoo's axes, seeds replicate
     assert C.read_zoo(tmp_path, "depth,seed").axes == ["depth", "seed"]
     (tmp_path / "zoo.json").write_text(json.dumps({"task": "t", "axes": "width"}))
     with pytest.raises(SpecboundError, match="must be a list"):
         C.read_zoo(tmp_path)
     with pytest.raises(SpecboundError, match="axis 'lr'"):
         C.read_zoo(tmp_path, "lr")
+    (tmp_path / "bad.csv").write_text("x,y\n1,2\n")
     with pytest.raises(SpecboundError, match="no 'model' column"):
-        (tmp_path / "bad.csv").write_text("x,y\n1,2\n")
         C.read_zoo(tmp_path / "bad.csv")
     with pytest.raises(SpecboundError, match="needs columns test_loss and train_loss"):
         C.gap_values(pd.DataFrame({"train_acc": [1.0], "test_acc": [0.5]}), "loss")
@@ -421,6 +368,52 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def check_tables_against_reference(out: Path, axes: list[str]) -> None:
+    """Recompute correlation.csv and differences.csv from models.csv with the brute force:
+    what a reader can check."""
+    models = pd.read_csv(out / "models.csv")
+    corr = pd.read_csv(out / "correlation.csv")
+    diffs = pd.read_csv(out / "differences.csv")
+    assert list(diffs.columns) == ["measure", "versus", "statistic", "delta", "low", "high"]
+    theta = list(models[axes].itertuples(index=False, name=None))
+    n = list(models["train_size"]) if "train_size" in models.columns else None
+    n_axis = axes.index("train_size") if "train_size" in axes else None
+    g = list(models["gap"])
+    same = lambda a, b: (math.isnan(a) and math.isnan(b)) or abs(a - b) < 1e-9  # noqa: E731
+    for row in corr.to_dict("records"):
+        mu = list(models[row["measure"]])
+        ok = [i for i in range(len(mu)) if not math.isnan(mu[i])]
+        if not ok:  # a measure undefined on every model (no init: distance_from_init)
+            assert row["n_models"] == 0 and math.isnan(row["kendall_tau"])
+            continue
+        ref = reference(
+            [mu[i] for i in ok],
+            [g[i] for i in ok],
+            [theta[i] for i in ok],
+            None if n is None else [n[i] for i in ok],
+            n_axis=n_axis,
+        )
+        assert row["n_models"] == len(ok)
+        assert same(row["kendall_tau"], ref["tau"])
+        assert same(row["psi"], ref["psi"])
+        assert same(row["tau_fixed_n"], ref["tau_n"])
+        assert same(row["psi_fixed_n"], ref["psi_n"])
+        assert same(row["sign_error"], ref["sign_error"])
+        for i, a in enumerate(axes):
+            assert same(row[f"psi_{a}"], ref["psi_axes"][i])
+            assert row[f"psi_{a}_groups"] == ref["psi_groups"][i]
+            assert row[f"psi_{a}_pairs"] == ref["psi_pairs"][i]
+            assert same(row[f"sign_error_{a}"], ref["sign_axes"][i])
+            assert row[f"sign_error_{a}_pairs"] == ref["sign_pairs"][i]
+    point = corr.set_index("measure")
+    for r in diffs.to_dict("records"):
+        a, b = point.loc[r["measure"], r["statistic"]], point.loc[r["versus"], r["statistic"]]
+        assert same(r["delta"], a - b)
+    summary = json.loads((out / "correlate.json").read_text())
+    assert summary["protocol"] == 2 and summary["bootstrap_unit"] == "configuration"
+    assert {"n_at_ceiling", "r2_spectrum_adaptive", "statement"} <= set(summary["rank_ceiling"])
+
+
 def test_cli_correlate_end_to_end(tmp_path, capsys):
     import signal
 
@@ -468,20 +461,7 @@ def test_cli_correlate_end_to_end(tmp_path, capsys):
         assert m in names
     assert list(corr.columns) == C.correlation_columns(["depth", "width", "train_size"])
     assert (models["gap"] == models["train_acc"] - models["test_acc"]).all()
-    # recompute from models.csv with the brute force: what a reader can check
-    theta = list(models[["depth", "width", "train_size"]].itertuples(index=False, name=None))
-    g = list(models["gap"])
-    for row in corr.itertuples(index=False):
-        mu = list(models[row.measure])
-        ok = [i for i in range(len(mu)) if not math.isnan(mu[i])]
-        mu_, g_, th_ = [mu[i] for i in ok], [g[i] for i in ok], [theta[i] for i in ok]
-        assert row.n_models == len(ok)
-        t = bf_tau(mu_, g_)
-        assert (math.isnan(t) and math.isnan(row.kendall_tau)) or abs(t - row.kendall_tau) < 1e-9
-        p = bf_psi(mu_, g_, th_)[0]
-        assert (math.isnan(p) and math.isnan(row.psi)) or abs(p - row.psi) < 1e-9
-        se = bf_sign_error(mu_, g_, th_)[0]
-        assert (math.isnan(se) and math.isnan(row.sign_error)) or abs(se - row.sign_error) < 1e-9
+    check_tables_against_reference(out, ["depth", "width", "train_size"])
     html = (out / "report.html").read_text()
     assert "Best by" in html and "data:image/png;base64," in html
     assert "http://" not in html and "https://" not in html
@@ -503,10 +483,31 @@ def test_correlate_api_zoo_dir_and_failures(tmp_path):
     assert seen[-1] == "broken" and len(seen) == 8
     assert res.n_unconverged == 1 and len(res.skipped) == 3
     assert res.models["distance_from_init"].notna().all()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,train_acc,test_acc\nnope,1,0.5\n")
     with pytest.raises(SpecboundError, match="no model"):
-        bad = tmp_path / "bad.csv"
-        bad.write_text("model,train_acc,test_acc\nnope,1,0.5\n")
         C.correlate(bad, bootstrap=0)
+
+
+def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
+    zoo = _zoo(tmp_path)
+    res = C.correlate(zoo / "zoo.csv", bootstrap=60, seed=3)
+    out = tmp_path / "tables"
+    out.mkdir()
+    written = C.write_tables(res, out)
+    assert [p.name for p in written] == [
+        "models.csv",
+        "correlation.csv",
+        "differences.csv",
+        "skipped.csv",
+        "correlate.json",
+    ]
+    models = pd.read_csv(out / "models.csv")
+    assert list(models.columns[-2:]) == list(C.CEILING_COLUMNS)
+    check_tables_against_reference(out, ["depth", "width", "train_size"])
+    corr = pd.read_csv(out / "correlation.csv")
+    assert list(corr.columns) == C.correlation_columns(["depth", "width", "train_size"])
+    assert corr["verdict"].notna().all()
 
 
 def test_cli_bad_input_one_line(tmp_path):
@@ -540,7 +541,7 @@ def test_cli_never_overwrites_a_user_file(tmp_path, capsys):
 
 
 def test_report_answer_names_best_and_failures():
-    from specbound.correlate_report import answer_html
+    from specbound.report.pages.correlate import answer_html
 
     rng = np.random.default_rng(0)
     theta = [(a, b) for a in range(4) for b in range(5)]
@@ -549,15 +550,28 @@ def test_report_answer_names_best_and_failures():
     df["reversed"] = -g
     df["noise"] = rng.standard_normal(20)
     measures = ["mu", "reversed", "noise"]
-    corr = C.correlation_table(df, measures, ["A", "B"], bootstrap=200, seed=1)
+    tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=200, seed=1)
+    corr = tabs.correlation.set_index("measure")
+    assert corr.loc["mu", "verdict"].startswith("predicts the gap")
+    assert "fails on axis A" in corr.loc["reversed", "verdict"]
+    assert corr.loc["noise", "verdict"].startswith("undetermined: ")
     res = C.Correlation(
-        df, corr, pd.DataFrame(columns=C.SKIPPED_COLUMNS), ["A", "B"], measures, n_listed=20
+        df,
+        tabs.correlation,
+        pd.DataFrame(columns=C.SKIPPED_COLUMNS),
+        ["A", "B"],
+        measures,
+        n_listed=20,
+        differences=tabs.differences,
+        n_configurations=tabs.n_configurations,
     )
     html = answer_html(res)
+    for m in measures:  # the report shows the verdict words of correlation.csv
+        assert corr.loc[m, "verdict"].split(" (")[0] in html
     assert "Best by granulated Kendall Ψ:</b> <code>mu</code>" in html
-    assert "lies above every other measure" in html
-    assert "<code>reversed</code>: worst axis A (ψ = -1.00)" in html
-    assert "sign-error 1.00 &gt; 0.5" in html
+    d = tabs.differences
+    row = d[(d.measure == "mu") & (d.versus == "noise") & (d.statistic == "psi")].iloc[0]
+    assert row.low > 0 and C.better_word(row.low, row.high) == "better"
 
 
 def test_correlate_with_stub_analyzer(tmp_path):

@@ -1,4 +1,4 @@
-"""specbound.lapack: the GIL-releasing LAPACK calls against scipy's own LAPACK (a separate
+"""specbound.linalg.lapack: the GIL-releasing LAPACK calls against scipy's own LAPACK (a separate
 OpenBLAS build), numpy's fallback, and every way the ctypes binding can be refused."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from safetensors.numpy import load_file
 from spectral_checks import EPS, SV_C, assert_sv_match
 from threadpoolctl import threadpool_info
 
-from specbound import lapack, spectra
+from specbound.linalg import lapack, spectra
 
 
 @pytest.fixture(autouse=True)

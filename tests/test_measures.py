@@ -233,7 +233,7 @@ def test_cached_measures_identical(minilm_dir):
 def test_proxies_only_skip_the_raw_weight_svds(minilm_dir, minilm_analysis, monkeypatch, tmp_path):
     """Measures that do not read the raw-weight spectra do not pay for their SVDs; the cache
     then holds the canonical spectra only, and a later run that needs them recomputes."""
-    import specbound.weights as weights_module
+    import specbound.linalg.weights as weights_module
 
     proxies = ["spectrum_adaptive", "norm_based", "num_parameters"]
 

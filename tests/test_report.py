@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import specbound
 from specbound.cli import app
-from specbound.report import table_html
+from specbound.report.html import table as table_html
 
 pytest.importorskip("matplotlib")
 CHROMIUM = "/usr/bin/chromium"
@@ -49,7 +49,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def objects(reports: dict[str, Path]) -> dict[str, object]:
     """The fixture's model and grid as Python objects (spectra from the fixture's cache)."""
-    from specbound.study import scale
+    from specbound.studies.scale import scale
 
     root = reports["model"].parent
     with pytest.MonkeyPatch.context() as mp:
@@ -72,7 +72,10 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
     html = reports["analysis"].read_text()
     _self_contained(html)
     imgs = re.findall(r'<img[^>]+src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(imgs) == 4  # spectral decay, contribution vs p, head heatmap, alpha
+    # spectral decay, contribution vs p, head heatmap (unless constant: said in words),
+    # depth_factor, HTSR alpha per layer, ESD with its power-law fit (esd="worst")
+    assert len(imgs) in (5, 6)
+    assert ("head_heatmap" in html) != ("so no heatmap is drawn" in html)
     import base64
 
     assert all(base64.b64decode(b)[:4] == b"\x89PNG" for b in imgs)
@@ -81,14 +84,18 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
     assert f"log10 {a.bounds.spectrum_adaptive.log10:.3f}" in answer
     assert f"log10 {a.bounds.norm_based.log10:.3f}" in answer
     assert "Which matrices dominate" in answer and "Which p they chose" in answer
-    for name in ("spectral_decay", "contribution_vs_p", "head_heatmap", "alpha"):
-        assert (reports["analysis"].parent / "figures" / f"{name}.svg").is_file()
-    # matrices table: an FFN matrix has no head ("n/a"), never the CSV's -1 placeholder
+    for name in ("spectral_decay", "contribution_vs_p", "depth_factor", "htsr_alpha", "esd"):
+        for ext in ("png", "pdf", "svg"):
+            assert (reports["analysis"].parent / "figures" / f"{name}.{ext}").is_file()
+    assert "proxies: leading factors" in answer.lower() or "not bounds on the test error" in answer
+    # the depth factor is never headed plain "alpha"
+    assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
+    # matrices table: an FFN matrix has no head ("undefined"), never the CSV's -1 placeholder
     table = html.split("(matrices.csv)</h2>", 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr>(.*?)</tr>", table)
     cells = [c for r in rows if (c := re.findall(r"<td[^>]*>(.*?)</td>", r))]
     ffn = [c for c in cells if c[2] in ("M_in", "M_out")]
-    assert ffn and all(c[1] == "n/a" for c in ffn)
+    assert ffn and all(c[1] == "undefined" for c in ffn)
     assert all(c[1] != "-1" for c in cells)
 
 
@@ -100,7 +107,7 @@ def test_study_report(reports: dict[str, Path]) -> None:
     assert "Against N" in answer and "Against L" in answer
     assert "spectrum-adaptive" in answer and "norm-based" in answer
     assert html.index('class="answer"') < html.index("<figure")
-    assert html.count('<table class="sortable">') == 2
+    assert html.count('<table class="sortable') == 2
 
 
 def test_table_html_escapes_and_sort_keys() -> None:
@@ -240,7 +247,7 @@ def test_p2_charge_sentence_matches_the_formula() -> None:
     # formula against the package's curve on a random matrix
     import numpy as np
 
-    from specbound.bounds import log_contribution_curve
+    from specbound.measures.bounds import log_contribution_curve
 
     rng = np.random.default_rng(3)
     a = rng.normal(size=(12, 9))
@@ -255,7 +262,7 @@ def test_p2_charge_sentence_matches_the_formula() -> None:
 def test_explain_p_all_zero_says_ranks_only() -> None:
     import numpy as np
 
-    from specbound.summary import explain_p
+    from specbound.report.terminal import explain_p
 
     t = explain_p(np.zeros(10))
     assert "no longer depends on the trained singular values, only on the ranks" in t
@@ -290,10 +297,11 @@ def test_figures_are_paper_ready(reports: dict[str, Path]) -> None:
 
 
 def test_plain_ticks_and_layer_choice() -> None:
-    from specbound.plots import log_ticks, pick_layers, plain_number
+    from specbound.report.figures.style import log_ticks, pick_layers, plain_number
 
     assert plain_number(4.0) == "4" and plain_number(0.5) == "0.5"
-    assert plain_number(1e8) == "$10^{8}$"
+    assert plain_number(1e8) == "10⁸" and plain_number(1e-5) == "10⁻⁵"
+    assert "$" not in plain_number(3.3e9)  # no mathtext anywhere
     t = log_ticks(0.9, 4.2)
     assert 1.0 in t and 2.0 in t and all(0.9 <= x <= 4.2 for x in t) and len(t) <= 8
     big = log_ticks(1.0, 1e20)
@@ -305,7 +313,7 @@ def test_plain_ticks_and_layer_choice() -> None:
 def test_heatmap_constant_is_said_in_words() -> None:
     import numpy as np
 
-    from specbound.plots import heatmap_summary
+    from specbound.report.figures.analysis import heatmap_summary
 
     const = {"QK": np.full((6, 12), 2.0412), "OV": np.full((6, 12), 2.0449)}
     lo, hi, words = heatmap_summary(const)
@@ -334,7 +342,7 @@ def test_names_for_display() -> None:
 def test_terminal_titles_do_not_wrap(
     objects: dict[str, object], width: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from specbound.summary import print_study, print_summary
+    from specbound.report.terminal import print_study, print_summary
 
     out = Path("/some/very/long/output/directory/that/does/not/fit/in/the/line/at/all/out")
     print_summary(objects["analysis"], out=out, report=True, width=width)

@@ -13,7 +13,7 @@ from study_helpers import write_bert
 from typer.testing import CliRunner
 
 from specbound.cli import app
-from specbound.study import find_local_miniature, miniature_ids
+from specbound.studies.scale import find_local_miniature, miniature_ids
 
 pytest.importorskip("matplotlib")
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -140,3 +140,47 @@ def test_offline_hub_cache(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.startswith("error:") and "offline" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_ceiling_diagnosis_in_tables_and_answer(tmp_path: Path) -> None:
+    """models.csv carries the rank-ceiling diagnosis (checked against the ranks), growth.csv fits
+    log10 B_ceiling, and the study's answer compares the proxy's growth with the ceiling's."""
+    import math
+
+    import numpy as np
+
+    from specbound.analysis import analyze
+    from specbound.studies.scale import locate_miniatures, scale
+
+    d = tmp_path / "minis"
+    for L in (2, 4):
+        for N in (128, 256):
+            write_bert(d / f"bert_uncased_L-{L}_H-{N}_A-{N // 64}", L, N)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(
+        app, ["reproduce", "bert-miniatures", "--local-dir", str(d), "--out", str(out), "-q"]
+    )
+    assert r.exit_code == 0, r.output
+    m = pd.read_csv(out / "models.csv").set_index("model")
+    present, _, _ = locate_miniatures(d)
+    for hub_id, path in present:
+        a = analyze(path)
+        ranks = a.spectra.rank.astype(float)
+        N, L = a.spec.hidden_size, a.spec.num_layers
+        ceiling = math.log10(float(np.sqrt(ranks * N).sum()) + math.sqrt(L))
+        row = m.loc[hub_id]
+        assert row["log10_spectrum_adaptive_ceiling"] == pytest.approx(ceiling, abs=1e-12)
+        gap = ceiling - a.bounds.spectrum_adaptive.log10
+        assert row["spectrum_adaptive_ceiling_gap"] == pytest.approx(gap, abs=1e-9)
+        assert row["spectrum_adaptive_share_p0"] == pytest.approx(np.mean(a.details.p_star == 0))
+    g = pd.read_csv(out / "growth.csv")
+    ceil = g[g.measure == "log10_spectrum_adaptive_ceiling"]
+    assert set(ceil.axis) == {"hidden_size", "num_layers"} and set(ceil.fit) == {
+        "per_fixed",
+        "pooled",
+    }
+    answer = scale([p for _, p in present], names=[h for h, _ in present]).verdict()
+    text = " ".join(answer)
+    assert "rank ceiling" in text and "(its rank ceiling sum sqrt(r N) + sqrt(L))" in text
+    assert "rests on two points (two values of N)" in text  # a 2 x 2 grid
+    assert "at the rank ceiling" in text  # how many models sit there (possibly none)

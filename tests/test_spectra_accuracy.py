@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spectral_checks import assert_sv_match, spec_rank, spec_rank_threshold, sv_tolerance
 
-from specbound import spectra as sp
+from specbound.linalg import spectra as sp
 from specbound.adapters.base import LayerWeights, ModelSpec
-from specbound.spectra import (
+from specbound.linalg.spectra import (
     MATRIX_TYPES,
     Spectra,
     attention_spectra,
@@ -192,7 +192,7 @@ def test_dense_svdvals_methods_and_errors() -> None:
     ref = scipy.linalg.svdvals(m)
     for method in ("auto", "gram", "svd"):
         assert_sv_match(dense_svdvals(m, method), ref, 30)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown SVD method"):
         dense_svdvals(m, "qr")
     assert dense_svdvals(np.zeros((0, 4))).size == 0
 
@@ -277,8 +277,8 @@ def test_block_spectra_low_rank_heads() -> None:
 def test_minilm_blocks_match_brute_force() -> None:
     """The real all-MiniLM-L6-v2: two blocks, every matrix against dense SVD of the product."""
     from specbound.adapters import get_adapter
-    from specbound.checkpoint import load_checkpoint
     from specbound.demo import minilm_path
+    from specbound.io.checkpoint import load_checkpoint
 
     adapter = get_adapter(load_checkpoint(str(minilm_path())))
     spec = adapter.spec()
@@ -324,13 +324,13 @@ def test_pool_limits_scipy_blas_loaded_after_the_pool():
 
     code = """
 import numpy as np
-from specbound import spectra
+from specbound.linalg import pool
 from threadpoolctl import threadpool_info
-spectra._workers = lambda: 2
-spectra.run_jobs([lambda: np.linalg.svd(np.eye(3)), lambda: 1])  # the pool, numpy only
+pool._cpus = lambda: 2  # two pool threads even on a one-core machine
+pool.run_jobs([lambda: np.linalg.svd(np.eye(3)), lambda: 1])  # the pool, numpy only
 assert "scipy.linalg" not in __import__("sys").modules
 import scipy.linalg
-info = spectra.run_jobs([lambda: threadpool_info(), lambda: 1])[0]
+info = pool.run_jobs([lambda: threadpool_info(), lambda: 1])[0]
 blas = [i for i in info if i["user_api"] == "blas"]
 assert len(blas) >= 2, blas  # numpy's and scipy's
 print(sorted({i["num_threads"] for i in blas}))

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_tiny_bert
+from checkpoints import write_tiny_bert
 from spectral_checks import assert_sv_match
 
 from specbound.adapters import get_adapter
 from specbound.analysis import analyze, compute_spectra
-from specbound.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
+from specbound.io.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
 
 TENSORS_PER_BLOCK = 6
 
@@ -46,19 +46,19 @@ def test_sharded_equals_single_file(tmp_path: Path) -> None:
     for i in range(len(a)):
         assert_sv_match(b.singular_values(i), a.singular_values(i), int(min(a.rows[i], a.cols[i])))
     for k in ("spectrum_adaptive", "norm_based"):
-        assert getattr(many.bounds, k).log == pytest.approx(getattr(one.bounds, k).log, rel=1e-12)
+        assert getattr(many.bounds, k).ln == pytest.approx(getattr(one.bounds, k).ln, rel=1e-12)
 
 
 class Recorder:
     """Wraps a TensorSource: logs reads and counts weight arrays still alive at each read."""
 
-    def __init__(self, source) -> None:  # noqa: ANN001
+    def __init__(self, source) -> None:
         self.source = source
         self.reads: list[str] = []
         self.live: list[weakref.ref] = []
         self.max_live = 0
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         return getattr(self.source, name)
 
     def get(self, name: str) -> np.ndarray:

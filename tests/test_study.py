@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import specbound
 from specbound.cli import app
 from specbound.errors import SpecboundError
-from specbound.study import growth_table, ols, read_manifest, scale
+from specbound.studies.scale import growth_table, ols, read_manifest, scale
 
 pytest.importorskip("safetensors")
 
@@ -79,6 +79,15 @@ def test_models_csv_matches_individual_analyses(grid: list[Path], study_out: Pat
             else:
                 assert row[name] == pytest.approx(value, rel=1e-12)
         assert row["share_p0"] == pytest.approx(np.mean(a.details.p_star == 0))
+        # the rank-ceiling diagnosis (SPEC 10), recomputed from the ranks and contributions
+        ranks = a.spectra.rank.astype(float)
+        N, L = a.spec.hidden_size, a.spec.num_layers
+        ceiling = np.log10(np.sqrt(ranks * N).sum() + np.sqrt(L))
+        assert row["log10_spectrum_adaptive_ceiling"] == pytest.approx(ceiling, abs=1e-12)
+        gap = ceiling - a.bounds.spectrum_adaptive.log10
+        assert row["spectrum_adaptive_ceiling_gap"] == pytest.approx(gap, abs=1e-9)
+        assert row["spectrum_adaptive_ceiling_gap"] >= 0
+        assert row["spectrum_adaptive_share_p0"] == pytest.approx(np.mean(a.details.p_star == 0))
         assert row["share_p2"] == pytest.approx(np.mean(a.details.p_star == 2))
 
 
@@ -98,9 +107,21 @@ def test_growth_csv_against_hand_fit(study_out: Path) -> None:
     # every measure with a log10 on all models is fitted (no init here: no distance_from_init;
     # a non-log measure that is not positive everywhere has no log to fit)
     logs = {"spectrum_adaptive", "norm_based", "log_spectral_product", "log_frobenius_product"}
-    want = {c for c in m.columns[5:-2] if m[c].notna().all() and (c in logs or (m[c] > 0).all())}
+    diag = ["spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap"]
+    ceiling = "log10_spectrum_adaptive_ceiling"
+    assert list(m.columns[-5:]) == [*diag, ceiling, "share_p0", "share_p2"]
+    want = {c for c in m.columns[5:-5] if m[c].notna().all() and (c in logs or (m[c] > 0).all())}
     assert "distance_from_init" not in want and "frobenius_sum" in want
-    assert set(g.measure) == want
+    assert set(g.measure) == want | {ceiling}  # the rank ceiling is fitted like a measure
+    for r in g[g.measure == ceiling].itertuples():  # fitted as log10 values, like the proxies
+        if r.fit == "per_fixed":
+            other = "num_layers" if r.axis == "hidden_size" else "hidden_size"
+            sub = m[m[other] == int(r.fixed_value)].sort_values(r.axis)
+            x, y = sub[r.axis].to_numpy(float), sub[ceiling].to_numpy(float)
+            assert r.exponent == pytest.approx((y[1] - y[0]) / np.log10(x[1] / x[0]))
+            assert r.resid_df == 0 and np.isnan(r.exponent_se)
+        else:
+            assert r.resid_df == 4 - 1 - 2
     fro = g[
         (g.measure == "frobenius_sum") & (g.fit == "per_fixed") & (g.axis == "hidden_size")
     ].iloc[0]
@@ -193,7 +214,7 @@ def test_without_matplotlib(
     grid: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    from specbound.plots import require_matplotlib
+    from specbound.report.figures.style import require_matplotlib
 
     with pytest.raises(SpecboundError, match=r"specbound\[plot\]"):
         require_matplotlib()

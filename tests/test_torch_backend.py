@@ -14,10 +14,10 @@ from spectral_checks import assert_sv_match, rank_is_ambiguous
 
 from specbound.adapters.base import LayerWeights, ModelSpec
 from specbound.errors import SpecboundError
-from specbound.spectra import Spectra, block_spectra
+from specbound.linalg.spectra import Spectra, block_spectra
 
 torch = pytest.importorskip("torch")
-from specbound.torch_backend import make_block_spectra, resolve_device  # noqa: E402
+from specbound.linalg.torch_backend import make_block_spectra, resolve_device  # noqa: E402
 
 TOL = 1e-10
 CUDA = torch.cuda.is_available()
@@ -85,7 +85,7 @@ def test_ill_conditioned_ffn_falls_back_identically() -> None:
 
 def test_norm_11_row_blocks(monkeypatch) -> None:
     """Tiny chunk budget forces the per-head row-block path; results unchanged."""
-    import specbound.torch_backend as tb
+    import specbound.linalg.torch_backend as tb
 
     w, spec = random_block(2)
     want = block_spectra(w, spec)
@@ -101,8 +101,8 @@ def test_minilm_analysis_numpy_vs_torch() -> None:
     b = analyze(str(minilm_path()), cache=False, device="cpu")
     assert_same_spectra(b.spectra, a.spectra)
     for x, y in [
-        (a.bounds.spectrum_adaptive.log, b.bounds.spectrum_adaptive.log),
-        (a.bounds.norm_based.log, b.bounds.norm_based.log),
+        (a.bounds.spectrum_adaptive.ln, b.bounds.spectrum_adaptive.ln),
+        (a.bounds.norm_based.ln, b.bounds.norm_based.ln),
     ]:
         assert y == pytest.approx(x, rel=TOL)
     np.testing.assert_array_equal(a.details.p_star, b.details.p_star)

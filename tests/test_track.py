@@ -19,10 +19,13 @@ from specbound.analysis import analyze  # noqa: E402
 from specbound.errors import SpecboundError  # noqa: E402
 from specbound.measures import measure_names  # noqa: E402
 from specbound.track import (  # noqa: E402
+    ANALYSIS_COLUMNS,
+    NOTE_COLUMN,
     TYPE_COLUMNS,
     Tracker,
     half_change_step,
     next_auto_step,
+    read_track,
 )
 
 VOCAB, SEQ = 50, 8
@@ -127,8 +130,14 @@ def test_plain_tracker_matches_saved_checkpoints(plain_run):
     d, tracker, _, _ = plain_run
     header, rows = read_rows(d / "track" / "track.csv")
     assert header[:6] == ["step", "wall_s", "analysis_s", "train_loss", "train_acc", "test_acc"]
-    assert header[6:] == measure_names() + list(TYPE_COLUMNS)
+    assert header[6:] == measure_names() + list(TYPE_COLUMNS) + list(ANALYSIS_COLUMNS) + [
+        NOTE_COLUMN
+    ]
     assert [int(r["step"]) for r in rows] == [0, 2, 4]
+    # train_loss=nan at step 0: written empty and counted
+    assert rows[0]["train_loss"] == "" and rows[0][NOTE_COLUMN] == "1"
+    assert [r[NOTE_COLUMN] for r in rows[1:]] == ["0", "0"]
+    assert list(read_track(d / "track")["step"]) == [0, 2, 4]
     for r in rows:
         assert_row_matches(r, d / f"ck{r['step']}", d / "init")
         assert float(r["analysis_s"]) > 0 and float(r["wall_s"]) >= 0
@@ -141,7 +150,7 @@ def test_plain_tracker_matches_saved_checkpoints(plain_run):
 
 def test_plain_tracker_brute_force_norms(plain_run):
     """frobenius_sum and distance_from_init from the raw tensors, sharing no specbound code."""
-    d, _, init_sd, model = plain_run
+    d, _, init_sd, _model = plain_run
     _, rows = read_rows(d / "track" / "track.csv")
     last = rows[-1]
     assert int(last["step"]) == 4
@@ -332,7 +341,13 @@ def test_resume_appends_and_new_metric_widens_header(tmp_path):
     assert header[:5] == ["step", "wall_s", "analysis_s", "a", "b"]
     assert header[5] == "frobenius_sum"
     assert [(r["step"], r["a"], r["b"]) for r in rows] == [("0", "1.0", ""), ("1", "2.0", "3.0")]
-    t2 = Tracker(model, every=1, out=tmp_path, measures=["frobenius_sum"], tensorboard=False)
+    with pytest.raises(SpecboundError, match="resume=True") as e:  # a second run: refused
+        Tracker(model, every=1, out=tmp_path, measures=["frobenius_sum"], tensorboard=False)
+    assert "already holds 2 rows" in str(e.value)
+    t2 = Tracker(
+        model, every=1, out=tmp_path, measures=["frobenius_sum"], tensorboard=False, resume=True
+    )
+    assert t2.step(1, a=9.0) is None  # already recorded: skipped
     t2.step(2, a=4.0)
     _, rows = read_rows(tmp_path / "track.csv")
     assert [r["step"] for r in rows] == ["0", "1", "2"]
@@ -340,7 +355,7 @@ def test_resume_appends_and_new_metric_widens_header(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "kw, match",
+    ("kw", "match"),
     [
         ({"every": 0}, "every"),
         ({"every": "often"}, "every"),
@@ -397,7 +412,7 @@ def test_auto_schedule_keeps_analysis_within_budget(tmp_path, monkeypatch):
     third evaluation on, cumulative analysis <= budget * wall, and each evaluation comes at the
     first step that allows it."""
     import specbound.analysis
-    import specbound.track
+    import specbound.track.tracker
 
     clock = [0.0]
     real = specbound.analysis.analyze
@@ -406,7 +421,7 @@ def test_auto_schedule_keeps_analysis_within_budget(tmp_path, monkeypatch):
         clock[0] += 5.0
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(specbound.track, "_clock", lambda: clock[0])
+    monkeypatch.setattr(specbound.track.tracker, "_clock", lambda: clock[0])
     monkeypatch.setattr(specbound.analysis, "analyze", slow_analyze)
     t = Tracker(
         tiny_bert(),
@@ -441,7 +456,7 @@ def test_half_change_step():
 
 
 @pytest.mark.parametrize(
-    "body, match",
+    ("body", "match"),
     [
         ("10,1,0.1,x,0.5\n", "column 'spectrum_adaptive'"),  # not a number
         ("10,inf,0.1,3.0,0.5\n", "column 'wall_s'"),  # not finite
@@ -467,10 +482,244 @@ def test_damaged_track_csv_is_one_line(tmp_path, body, match):
 def test_track_csv_fifo_is_refused(tmp_path):
     import os
 
-    from specbound.trajectory_report import load_track
+    from specbound.report.pages.trajectory import load_track
 
     d = tmp_path / "t"
     d.mkdir()
     os.mkfifo(d / "track.csv")
     with pytest.raises(SpecboundError, match="FIFO"):
         load_track(d)
+
+
+# --- outputs that stay usable (issue 20) ----------------------------------------------------
+
+
+def small_tracker(out, **kw):
+    return Tracker(
+        tiny_bert(), every=1, out=out, measures=["frobenius_sum"], tensorboard=False, **kw
+    )
+
+
+def test_full_disk_leaves_whole_rows_and_names_the_file(tmp_path, monkeypatch):
+    import errno
+
+    import specbound.track.trackfile as trackfile
+
+    t = small_tracker(tmp_path)
+    for step in range(3):
+        t.step(step, train_loss=1.0 / (step + 1))
+    good = (tmp_path / "track.csv").read_bytes()
+
+    def half_then_full(fd, data):  # a real full disk: part of the row lands, then ENOSPC
+        os.write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    import os
+
+    monkeypatch.setattr(trackfile, "_write", half_then_full)
+    with pytest.raises(SpecboundError, match="No space left") as e:
+        t.step(3, train_loss=0.2)
+    assert str(tmp_path / "track.csv") in str(e.value) and "\n" not in str(e.value)
+    assert (tmp_path / "track.csv").read_bytes() == good  # only whole rows
+    assert list(read_track(tmp_path)["step"]) == [0, 1, 2]
+    monkeypatch.undo()
+    t.step(4, train_loss=0.1)  # the disk has room again: the run goes on
+    assert list(read_track(tmp_path)["step"]) == [0, 1, 2, 4]
+
+
+def test_full_disk_while_widening_the_header(tmp_path, monkeypatch):
+    import errno
+
+    import specbound.io
+
+    t = small_tracker(tmp_path)
+    t.step(0, a=1.0)
+    good = (tmp_path / "track.csv").read_bytes()
+    real = specbound.io.atomic_file
+
+    def full(path, mode="wb"):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(specbound.io, "atomic_file", full)
+    with pytest.raises(SpecboundError, match=r"track\.csv"):
+        t.step(1, a=2.0, b=3.0)  # a new metric: the file is rewritten
+    assert (tmp_path / "track.csv").read_bytes() == good
+    monkeypatch.setattr(specbound.io, "atomic_file", real)
+    assert list(read_track(tmp_path)["step"]) == [0]
+
+
+def test_non_finite_metrics_are_written_empty_and_counted(tmp_path):
+    from typer.testing import CliRunner
+
+    from specbound.cli import app
+
+    t = small_tracker(tmp_path)
+    t.step(0, train_loss=math.inf, test_loss=-math.inf, acc=0.5)
+    t.step(1, train_loss=math.nan, test_loss=1.0, acc=0.6, big=10**400)
+    t.step(2, train_loss=0.5, test_loss=0.9, acc=0.7)
+    _header, rows = read_rows(tmp_path / "track.csv")
+    assert [(r["train_loss"], r["test_loss"], r[NOTE_COLUMN]) for r in rows] == [
+        ("", "", "2"),
+        ("", "1.0", "2"),
+        ("0.5", "0.9", "0"),
+    ]
+    assert "inf" not in (tmp_path / "track.csv").read_text().lower()
+    assert "nan" not in (tmp_path / "track.csv").read_text().lower()
+    df = read_track(tmp_path)
+    assert np.isnan(df["train_loss"][0]) and df["train_loss"][2] == 0.5
+    res = CliRunner().invoke(app, ["trajectory", str(tmp_path), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+
+
+def test_overwrite_replaces_an_earlier_run(tmp_path):
+    t = small_tracker(tmp_path)
+    t.step(0, a=1.0)
+    t.step(1, a=2.0)
+    with pytest.raises(SpecboundError, match="pass resume=True to continue it or overwrite=True"):
+        small_tracker(tmp_path)
+    with pytest.raises(SpecboundError, match="not both"):
+        small_tracker(tmp_path, resume=True, overwrite=True)
+    t2 = small_tracker(tmp_path, overwrite=True)
+    assert (tmp_path / "track.csv").exists()  # nothing replaced before the first row
+    t2.step(0, a=5.0)
+    _, rows = read_rows(tmp_path / "track.csv")
+    assert [(r["step"], r["a"]) for r in rows] == [("0", "5.0")]
+    # a foreign track.csv is never overwritten
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "track.csv").write_text("step,wall_s,analysis_s\n1,2,3\n")
+    with pytest.raises(SpecboundError, match="not written by specbound"):
+        small_tracker(other, overwrite=True)
+    assert (other / "track.csv").read_text() == "step,wall_s,analysis_s\n1,2,3\n"
+
+
+def test_a_user_file_named_tensorboard_is_one_line(tmp_path):
+    pytest.importorskip("tensorboard")
+    (tmp_path / "tensorboard").write_text("mine")
+    with pytest.raises(SpecboundError, match="tensorboard") as e:
+        Tracker(tiny_bert(), every=1, out=tmp_path, measures=["frobenius_sum"], tensorboard=True)
+    assert not isinstance(e.value, FileExistsError) and "\n" not in str(e.value)
+    assert (tmp_path / "tensorboard").read_text() == "mine"
+
+
+def test_nan_weights_one_warning_and_empty_measures(tmp_path):
+    model = tiny_bert()
+    t = Tracker(
+        model,
+        every=1,
+        out=tmp_path,
+        measures=["frobenius_sum", "spectrum_adaptive"],
+        tensorboard=False,
+    )
+    t.step(0, loss=1.0)
+    with torch.no_grad():
+        model.bert.encoder.layer[0].attention.self.query.weight[0, 0] = math.nan
+    import warnings
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        t.step(1, loss=0.9)
+        t.step(2, loss=0.8)
+    mine = [w for w in rec if "specbound" in str(w.message)]
+    assert len(mine) == 1 and "not finite" in str(mine[0].message)
+    _, rows = read_rows(tmp_path / "track.csv")
+    assert rows[0]["frobenius_sum"] != ""
+    assert [
+        (r["step"], r["frobenius_sum"], r["spectrum_adaptive"], r["loss"]) for r in rows[1:]
+    ] == [
+        ("1", "", "", "0.9"),
+        ("2", "", "", "0.8"),
+    ]
+    assert t.failed_evaluations == 2
+    strict = Tracker(
+        model,
+        every=1,
+        out=tmp_path / "s",
+        measures=["frobenius_sum"],
+        tensorboard=False,
+        strict=True,
+    )
+    with pytest.raises(SpecboundError, match="not finite"):
+        strict.step(0)
+
+
+def test_read_track_leaves_out_an_interrupted_last_row(tmp_path):
+    t = small_tracker(tmp_path)
+    t.step(0, a=1.0)
+    t.step(1, a=2.0)
+    with (tmp_path / "track.csv").open("a") as fh:
+        fh.write("2,0.5,0.1")  # a crash mid-row (no newline)
+    with pytest.warns(UserWarning, match="interrupted"):
+        df = read_track(tmp_path)
+    assert list(df["step"]) == [0, 1]
+
+
+# --- data measures during training (SPEC 11 + 12) --------------------------------------------
+
+
+def test_tracker_data_measures_equal_the_post_hoc_call(tmp_path):
+    from specbound.measures.data import data_measure_names
+    from specbound.track import data_measures
+
+    model = tiny_bert(seed=7)
+    batches = random_batches(3, seed=8)
+    t = Tracker(
+        model,
+        every=2,
+        out=tmp_path / "t",
+        measures=["frobenius_sum"],
+        tensorboard=False,
+        data=batches,
+        data_options={"max_examples": 8, "seed": 3},
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    saved = {}
+    rng_before = None
+    for step, (x, y) in enumerate(random_batches(3, seed=9)):
+        rng_before = torch.random.get_rng_state()
+        if t.step(step, train_loss=1.0) is not None:
+            assert torch.equal(torch.random.get_rng_state(), rng_before)  # training RNG kept
+            saved[step] = {k: v.clone() for k, v in model.state_dict().items()}
+        out = model(input_ids=x, labels=y)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad()
+    header, rows = read_rows(tmp_path / "t" / "track.csv")
+    assert [int(r["step"]) for r in rows] == [0, 2]
+    assert [c for c in header if c in data_measure_names()] == data_measure_names()
+    assert "log_spectral_product" not in header  # read for the margin forms, not written
+    for r in rows:
+        fresh = tiny_bert(seed=0)
+        fresh.load_state_dict(saved[int(r["step"])])
+        want = data_measures(fresh, batches, max_examples=8, seed=3)
+        assert want.n == 12 and want.examples == 8
+        for name in data_measure_names():
+            got = value(r[name])
+            assert got is not None and want[name] is not None, name
+            assert math.isclose(got, want[name], rel_tol=1e-10), (name, got, want[name])
+
+
+def test_analysis_columns_equal_the_post_hoc_attributes(plain_run):
+    d, _, _, _ = plain_run
+    a = analyze(d / "ck4", init=d / "init", cache=False)
+    _, rows = read_rows(d / "track" / "track.csv")
+    for c in ANALYSIS_COLUMNS:
+        if not hasattr(a, c):
+            pytest.skip(f"Analysis.{c} is not there yet (helper A2)")
+        want = getattr(a, c)
+        want = want() if callable(want) else want
+        got = value(rows[-1][c])
+        if want is None:
+            assert got is None
+        else:
+            assert math.isclose(got, float(want), rel_tol=1e-10, abs_tol=1e-300), c
+
+
+def test_bad_data_options(tmp_path):
+    with pytest.raises(SpecboundError, match="data_options key"):
+        small_tracker(tmp_path, data=random_batches(1), data_options={"draws": 5})
+    with pytest.raises(SpecboundError, match="need data="):
+        small_tracker(tmp_path, data_measures=["sharpness"])
+    with pytest.raises(SpecboundError, match="unknown data measure"):
+        small_tracker(tmp_path, data=random_batches(1), data_measures=["flat"])
+    assert list(tmp_path.iterdir()) == []

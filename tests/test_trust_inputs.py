@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_tiny_bert
+from checkpoints import write_tiny_bert
 from typer.testing import CliRunner
 
 from specbound.errors import SpecboundError
@@ -132,7 +132,7 @@ def bounds_of(model: str, **kw) -> tuple[float, float]:
     import specbound
 
     b = specbound.analyze(model, cache=False, **kw).bounds
-    return b.spectrum_adaptive.log, b.norm_based.log
+    return b.spectrum_adaptive.ln, b.norm_based.ln
 
 
 Q0 = "encoder.layer.0.attention.self.query.weight"
@@ -245,7 +245,7 @@ def test_malformed_safetensors_header(tmp_path, case):
 
 def test_valid_layout_variants_match_library(tmp_path):
     """Zero-size tensors, sub-byte dtypes, padded headers: accepted by both readers."""
-    from specbound.checkpoint import SafetensorsFile
+    from specbound.io.checkpoint import SafetensorsFile
 
     f = write_st(
         tmp_path / "a.safetensors",
@@ -365,7 +365,7 @@ def test_numpy_state_dict_with_integer_tensor(tmp_path):
     d = write_tiny_bert(tmp_path / "m")
     sd = load_file(str(d / "model.safetensors"))
     cfg = json.loads((d / "config.json").read_text())
-    ref = specbound.analyze(sd, config=cfg, cache=False).bounds.norm_based.log
+    ref = specbound.analyze(sd, config=cfg, cache=False).bounds.norm_based.ln
     assert ref == pytest.approx(bounds_of(str(d))[1], rel=1e-12)
     sd[Q0] = (sd[Q0] * 100).astype(np.int64)
     with pytest.raises(SpecboundError, match=f"{Q0}.*int64"):
@@ -449,7 +449,7 @@ def test_mapping_num_layers_checked(tmp_path):
     f.write_text(json.dumps({**mapping, "num_layers": 2}))
     assert specbound.analyze(
         str(d), mapping=str(f), cache=False
-    ).bounds.norm_based.log == pytest.approx(bounds_of(str(d))[1], rel=1e-12)
+    ).bounds.norm_based.ln == pytest.approx(bounds_of(str(d))[1], rel=1e-12)
 
 
 def test_other_adapters_check_their_layer_key(tmp_path):
@@ -465,9 +465,9 @@ def test_other_adapters_check_their_layer_key(tmp_path):
         sd[f"h.{l}.mlp.c_fc.weight"] = rng.standard_normal((n, 4 * n))
         sd[f"h.{l}.mlp.c_proj.weight"] = rng.standard_normal((4 * n, n))
     cfg = {"model_type": "gpt2", "n_embd": n, "n_head": 2, "n_layer": 3}
-    with pytest.raises(SpecboundError, match="n_layer = 3.*no block 2"):
+    with pytest.raises(SpecboundError, match=r"n_layer = 3.*no block 2"):
         specbound.analyze(sd, config=cfg, cache=False)
-    with pytest.raises(SpecboundError, match="'n_head'.*positive integer"):
+    with pytest.raises(SpecboundError, match=r"'n_head'.*positive integer"):
         specbound.analyze(sd, config={**cfg, "n_layer": 2, "n_head": 2.0}, cache=False)
     assert specbound.analyze(sd, config={**cfg, "n_layer": 2}, cache=False).spec.num_layers == 2
 
@@ -511,10 +511,10 @@ def test_several_prefixes_refused_then_chosen(tmp_path):
 
 def test_scale_takes_prefix(tmp_path):
     _, t, both = _two_models(tmp_path)
-    from specbound.study import scale
+    from specbound.studies.scale import scale
 
     study = scale([str(both)], prefix="teacher.", cache=False)
-    assert study.analyses[0].bounds.norm_based.log == pytest.approx(bounds_of(str(t))[1], rel=1e-12)
+    assert study.analyses[0].bounds.norm_based.ln == pytest.approx(bounds_of(str(t))[1], rel=1e-12)
 
 
 def test_prefix_choice_does_not_depend_on_hash_seed(tmp_path):
@@ -573,7 +573,7 @@ def test_shard_index_malformed(tmp_path):
 
 
 def test_stale_shard_index_found_at_open_time(tmp_path):
-    from specbound.checkpoint import load_checkpoint
+    from specbound.io.checkpoint import load_checkpoint
 
     d, wm = _sharded(tmp_path)
     wrong = next(k for k, v in wm.items() if v.startswith("model-00002"))
@@ -633,7 +633,7 @@ def _spectra_rows(s):
 def test_svd_non_convergence_retried_with_gesvd(monkeypatch):
     import scipy.linalg
 
-    from specbound import lapack, spectra
+    from specbound.linalg import lapack, spectra
 
     w, spec = _layer()
     ref = _spectra_rows(spectra.block_spectra(w, spec, ffn_method="svd"))
@@ -662,7 +662,7 @@ def test_svd_non_convergence_retried_with_gesvd(monkeypatch):
 def test_svd_that_never_converges_names_the_matrix(monkeypatch):
     import scipy.linalg
 
-    from specbound import lapack, spectra
+    from specbound.linalg import lapack, spectra
 
     w, spec = _layer()
 
@@ -673,7 +673,7 @@ def test_svd_that_never_converges_names_the_matrix(monkeypatch):
     monkeypatch.setattr(lapack, "svdvals", failing)
     monkeypatch.setattr(scipy.linalg, "svd", failing)
     monkeypatch.setattr(spectra, "run_jobs", lambda jobs: [j() for j in jobs])
-    with pytest.raises(SpecboundError, match="QK of layer 0.*gesvd"):
+    with pytest.raises(SpecboundError, match=r"QK of layer 0.*gesvd"):
         spectra.block_spectra(w, spec)
 
 
@@ -712,7 +712,7 @@ def test_scale_refuses_a_model_listed_twice(tmp_path):
     assert_clean(cli("scale", str(d), str(d), "--out", str(out), "-q"), "twice")
     assert_clean(cli("scale", str(d), f"{tmp_path}/./tiny/", "--out", str(out), "-q"), "twice")
     assert not out.exists()
-    from specbound.study import scale
+    from specbound.studies.scale import scale
 
     with pytest.raises(SpecboundError, match="twice"):
         scale([d, d])
@@ -756,7 +756,7 @@ def test_offline_hub_id_fails_at_once_in_one_line(monkeypatch):
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     from specbound.errors import CheckpointError
-    from specbound.hub import resolve_hub_id
+    from specbound.io.hub import resolve_hub_id
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
@@ -844,7 +844,7 @@ def test_distance_from_init_asked_for_without_init(tmp_path):
 @pytest.mark.parametrize("which", ["config.json", "model.safetensors.index.json"])
 def test_huge_json_refused_before_reading(tmp_path, which):
     """A multi-gigabyte config/index is refused by size, not read into memory and parsed."""
-    from specbound.checkpoint import MAX_JSON_BYTES
+    from specbound.io.checkpoint import MAX_JSON_BYTES
 
     d = write_tiny_bert(tmp_path / "m", shards=2 if "index" in which else 1)
     with open(d / which, "r+b") as fh:  # sparse: no disk used

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import write_tiny_bert
+from checkpoints import write_tiny_bert
 
 from specbound import cli
 from specbound.analysis import analyze
 from specbound.errors import SpecboundError
-from specbound.io import MANIFEST, PAUSE_ENV, TMP_MARKER
+from specbound.io import MANIFEST, TMP_MARKER
 
 # ---------------------------------------------------------------------------------- helpers
 
@@ -125,7 +125,7 @@ def test_file_added_to_earlier_output_is_refused(tmp_path, tiny):
     out = tmp_path / "o"
     tiny.to_dir(out)
     (out / "my_notes.txt").write_text("keep me")
-    with pytest.raises(SpecboundError, match="my_notes.txt"):
+    with pytest.raises(SpecboundError, match=r"my_notes\.txt"):
         tiny.to_dir(out)
     assert (out / "my_notes.txt").read_text() == "keep me"
     assert (out / "summary.json").is_file()
@@ -189,9 +189,9 @@ def test_failed_rewrite_keeps_the_earlier_output(tmp_path, tiny):
 
 
 def test_swap_without_renameat2(tmp_path, tiny, models, monkeypatch):
-    import specbound.io
+    from specbound.io import outdir
 
-    monkeypatch.setattr(specbound.io, "_exchange", lambda a, b: False)  # two-rename fallback
+    monkeypatch.setattr(outdir, "_exchange", lambda a, b: False)  # two-rename fallback
     out = tmp_path / "o"
     tiny.to_dir(out, extra=lambda d: (d / "report.html").write_text("old"))
     analyze(models["m2"], cache=False).to_dir(out)
@@ -254,12 +254,29 @@ def test_stale_temp_dirs_swept_live_and_foreign_kept(tmp_path, tiny):
     assert live.exists() and foreign.exists()
 
 
+#: Runs the CLI with ``outdir._on_temp_ready`` replaced: once the temp dir exists it writes its
+#: path into the flag file (argv[1]) and waits (up to 60 s) for the flag to be deleted.
+_PAUSED_CLI = """
+import os, sys, time
+from pathlib import Path
+from specbound.io import outdir
+flag = sys.argv.pop(1)
+def pause(tmp):
+    Path(flag).write_text(str(tmp))
+    for _ in range(6000):
+        if not os.path.exists(flag):
+            return
+        time.sleep(0.01)
+outdir._on_temp_ready = pause
+from specbound.cli import main
+main(sys.argv[1:])
+"""
+
+
 def _start_paused(tmp_path: Path, model: Path, out: Path) -> tuple[subprocess.Popen, Path]:
     flag = tmp_path / "paused.flag"
-    env = {**os.environ, PAUSE_ENV: str(flag)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "specbound.cli", "analyze", str(model), "--out", str(out), "-q"],
-        env=env,
+        [sys.executable, "-c", _PAUSED_CLI, str(flag), "analyze", str(model), "-q", "--out", out],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -299,7 +316,7 @@ def test_sigkill_leftover_swept_by_next_write(tmp_path, models, tiny):
 
 
 def test_disk_full_and_read_only_name_the_path(tmp_path, tiny, monkeypatch):
-    from specbound.spectra import Spectra
+    from specbound.linalg.spectra import Spectra
 
     out = tmp_path / "o"
 
@@ -372,11 +389,11 @@ def test_overflow_cells_empty_logs_present(tmp_path, deep):
     layers = pd.read_csv(out / "layers.csv")
     big = math.log10(np.finfo(np.float64).max)
     for df, col in [
-        (mats, "alpha"),
+        (mats, "depth_factor"),
         (mats, "scale"),
         (mats, "gamma"),
         (mats, "contribution"),
-        (layers, "alpha"),
+        (layers, "depth_factor"),
         (layers, "contribution_total"),
     ]:
         logs = df[f"log10_{col}"].to_numpy()
@@ -385,9 +402,10 @@ def test_overflow_cells_empty_logs_present(tmp_path, deep):
         over = logs > big
         assert np.isnan(vals[over]).all() and np.isfinite(vals[~over]).all(), col
         np.testing.assert_allclose(np.log10(vals[~over]), logs[~over], rtol=0, atol=1e-9)
-    # the case in the issue: on today's numbers 40 of 480 alpha cells, 48 scale cells and 4
-    # layer alphas exceed float64
-    assert (mats["log10_alpha"] > big).sum() >= 30 and (layers["log10_alpha"] > big).sum() >= 2
+    # the case in the issue: on today's numbers 40 of 480 depth-factor cells, 48 scale cells and
+    # 4 layer depth factors exceed float64
+    d = "log10_depth_factor"
+    assert (mats[d] > big).sum() >= 30 and (layers[d] > big).sum() >= 2
     # layer totals agree with the per-matrix logs (independent log-sum-exp in base 10)
     for l in (0, 47):
         lg = mats.loc[mats.layer == l, "log10_contribution"].to_numpy()
@@ -424,7 +442,7 @@ def test_l_phi_rejected(tiny, bad):
 
 
 def test_compute_bounds_checks_layers(tiny):
-    from specbound.bounds import compute_bounds
+    from specbound.measures.bounds import compute_bounds
 
     s = tiny.spectra
     for L in (1, 3, 0):
@@ -433,8 +451,8 @@ def test_compute_bounds_checks_layers(tiny):
     ok = compute_bounds(s, 2, tiny.spec.hidden_size, 1.0, grid_m=4.0)
     assert (
         ok.bounds.grid_m == 4
-        and ok.bounds.spectrum_adaptive.log
-        == tiny.with_options(l_phi=1.0, grid_m=4).bounds.spectrum_adaptive.log
+        and ok.bounds.spectrum_adaptive.ln
+        == tiny.with_options(l_phi=1.0, grid_m=4).bounds.spectrum_adaptive.ln
     )
 
 
@@ -499,9 +517,11 @@ def test_subprocess_usage_error_and_sigterm_free_run(models):
 
 
 def test_scale_skips_broken_model(tmp_path, models, monkeypatch, capsys):
-    import specbound.plots
+    import specbound.report.figures.scale
 
-    monkeypatch.setattr(specbound.plots, "study_figures", lambda study, d: [])  # speed
+    monkeypatch.setattr(
+        specbound.report.figures.scale, "study_figures", lambda study, d: []
+    )  # speed
     bad = write_tiny_bert(tmp_path / "broken")
     (bad / "config.json").unlink()
     out = tmp_path / "study"
@@ -526,7 +546,7 @@ def test_scale_skips_broken_model(tmp_path, models, monkeypatch, capsys):
 
 
 def test_scale_all_broken_fails(tmp_path):
-    from specbound.study import scale
+    from specbound.studies.scale import scale
 
     bad = write_tiny_bert(tmp_path / "broken")
     (bad / "config.json").unlink()

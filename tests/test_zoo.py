@@ -153,7 +153,7 @@ def test_task_registry():
         n_std = int(np.prod([len(v) for v in t.presets["standard"].axes.values()]))
         n_tiny = int(np.prod([len(v) for v in t.presets["tiny"].axes.values()]))
         assert n_std >= 100 and n_tiny == 8
-    with pytest.raises(SpecboundError, match="unknown zoo task 'nope'.*modular-addition"):
+    with pytest.raises(SpecboundError, match=r"unknown zoo task 'nope'.*modular-addition"):
         get_task("nope")
     with pytest.raises(ValueError, match="already registered"):
         register(TASKS["digits"])
@@ -215,7 +215,7 @@ def test_new_task_is_one_registration(tmp_path):
     class FirstToken(Task):
         name = "first-token-test"
         description = "label = first token"
-        presets = {
+        presets = {  # noqa: RUF012 (the Task interface declares a class attribute)
             k: Preset(
                 axes={
                     "depth": [1],
@@ -259,7 +259,7 @@ def test_new_task_is_one_registration(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "grid, needle",
+    ("grid", "needle"),
     [
         ("axes: [1, 2\n", "not valid YAML"),
         ("- 1\n- 2\n", "must hold a mapping"),
@@ -315,7 +315,10 @@ def test_cli_errors_are_one_line(tmp_path):
             ("zoo", "train", "modular-addition", "--grid", str(g), "--out", str(tmp_path / "a")),
             "width",
         ),
-        (("zoo", "train", "digits", "--preset", "tiny", "--out", str(user)), "zoo.json"),
+        (
+            ("zoo", "train", "digits", "--preset", "tiny", "--out", str(user)),
+            "not a zoo written by specbound",
+        ),
     ]
     for args, needle in cases:
         r = run_cli(*args)
@@ -375,3 +378,22 @@ def test_tiny_zoo_then_correlate(tiny_zoo, tmp_path):
         r = run_cli("correlate", str(zoo), "--out", str(tmp_path / "c2"))
         assert r.returncode == 2 and r.stderr.count("error:") == 1
         assert not (tmp_path / "c2").exists()
+
+
+def test_standard_presets_can_answer_the_question():
+    """Issue 17 item 3: >= 3 seeds, >= 3 values of n, a fixed-n variant, modular lr <= 5e-3."""
+    from specbound.studies.zoo import TASKS
+
+    for t in TASKS.values():
+        std, fixed = t.presets["standard"], t.presets["fixed-n"]
+        assert len(std.axes["seed"]) >= 3 and len(std.axes[t.size_axis]) >= 3
+        assert (
+            len(fixed.axes[t.size_axis]) == 1
+            and fixed.axes[t.size_axis][0] in std.axes[t.size_axis]
+        )
+        assert {k: v for k, v in fixed.axes.items() if k != t.size_axis} == {
+            k: v for k, v in std.axes.items() if k != t.size_axis
+        }
+        assert fixed.max_steps == std.max_steps
+    assert max(TASKS["modular-addition"].presets["standard"].axes["lr"]) <= 5e-3
+    assert "sparse-parity" in TASKS

@@ -1,12 +1,23 @@
 """Print the markdown tables of README.md from results/<task>/ (correlate output) and zoos/.
 
-Usage: python benchmarks/generalization/tables.py   (reads only; writes nothing)
+Usage:
+    python benchmarks/generalization/tables.py              # the committed tables as they are
+    python benchmarks/generalization/tables.py --recompute  # protocol v2 from models.csv
+
+Reads only; writes nothing. A results folder written by protocol v2 (correlation.csv with
+``kendall_tau_low``, differences.csv) is printed as v2 tables: tau, Psi, tau_fixed_n and
+psi_fixed_n with their intervals, each psi_i with its groups and pairs, the per-axis sign-errors
+with their pairs, the verdict, and the paired differences against the baselines. An older
+(protocol v1) folder is printed as it was. ``--recompute`` evaluates protocol v2 on the
+committed models.csv (no model is analyzed again: the measures are read from the file), with
+the axes of correlate.json less ``seed`` (seeds are replicates).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -14,13 +25,21 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 
 
-def f(x: float, nd: int = 2) -> str:
+def f(x: float | None, nd: int = 2) -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.{nd}f}"
 
 
+def iv(r: dict, stat: str) -> str:
+    """``point [low, high]`` of a statistic."""
+    if pd.isna(r.get(stat)):
+        return "undefined"
+    return f"{f(r[stat])} [{f(r.get(f'{stat}_low'))}, {f(r.get(f'{stat}_high'))}]"
+
+
 def zoo_summary(task: str) -> str:
-    z = pd.read_csv(HERE / "zoos" / task / "zoo.csv")
-    meta = json.loads((HERE / "zoos" / task / "zoo.json").read_text())
+    base = task.split("-include")[0]
+    z = pd.read_csv(HERE / "zoos" / base / "zoo.csv")
+    meta = json.loads((HERE / "zoos" / base / "zoo.json").read_text())
     conv = z[z["converged"]]
     gap = conv["train_acc"] - conv["test_acc"]
     return (
@@ -31,8 +50,13 @@ def zoo_summary(task: str) -> str:
     )
 
 
-def correlation_table(task: str) -> str:
-    c = pd.read_csv(HERE / "results" / task / "correlation.csv")
+def table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def correlation_table_v1(c: pd.DataFrame) -> str:
     psi_cols = [k for k in c.columns if k.startswith("psi_") and k not in ("psi_low", "psi_high")]
     head = [
         "measure",
@@ -44,28 +68,129 @@ def correlation_table(task: str) -> str:
         "sign-err",
         "robust",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = []
     for r in c.to_dict("records"):
-        row = [
+        rows.append(
+            [
+                f"`{r['measure']}`",
+                str(r["n_models"]),
+                f"{f(r['kendall_tau'])} [{f(r['tau_low'])}, {f(r['tau_high'])}]",
+                f"{f(r['psi'])} [{f(r['psi_low'])}, {f(r['psi_high'])}]",
+                *[f(r[k]) for k in psi_cols],
+                f"{r['cmi']:.3f} ({r['cmi_axes'] if isinstance(r['cmi_axes'], str) else '-'})"
+                if not pd.isna(r["cmi"])
+                else "",
+                f"{r['sign_error']:.2f}" if not pd.isna(r["sign_error"]) else "",
+                (
+                    f"{r['sign_error_robust']:.2f} ({r['sign_error_robust_axis']})"
+                    if not pd.isna(r["sign_error_robust"])
+                    else ""
+                ),
+            ]
+        )
+    return table(head, rows)
+
+
+def correlation_tables_v2(c: pd.DataFrame, axes: list[str]) -> str:
+    """Three tables: rank statistics, psi_i with evidence, sign-errors with pairs + verdict."""
+    rank = [
+        [
             f"`{r['measure']}`",
-            str(r["n_models"]),
-            f"{f(r['kendall_tau'])} [{f(r['tau_low'])}, {f(r['tau_high'])}]",
-            f"{f(r['psi'])} [{f(r['psi_low'])}, {f(r['psi_high'])}]",
-            *[f(r[k]) for k in psi_cols],
-            f"{r['cmi']:.3f} ({r['cmi_axes'] if isinstance(r['cmi_axes'], str) else '-'})"
-            if not pd.isna(r["cmi"])
-            else "",
-            f"{r['sign_error']:.2f}" if not pd.isna(r["sign_error"]) else "",
-            (
-                f"{r['sign_error_robust']:.2f} ({r['sign_error_robust_axis']})"
-                if not pd.isna(r["sign_error_robust"])
-                else ""
-            ),
+            f"{r['n_models']} ({r['n_configurations']})",
+            iv(r, "kendall_tau"),
+            iv(r, "psi"),
+            iv(r, "tau_fixed_n"),
+            iv(r, "psi_fixed_n"),
+            f"{r['cmi']:.3f} ({r['cmi_axes']})" if not pd.isna(r["cmi"]) else "undefined",
         ]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        for r in c.to_dict("records")
+    ]
+    out = [
+        table(
+            ["measure", "models (configs)", "tau", "Psi", "tau_n", "Psi_n", "CMI (S)"],
+            rank,
+        )
+    ]
+    psi_rows = [
+        [f"`{r['measure']}`"]
+        + [
+            f"{f(r[f'psi_{a}'])} ({int(r[f'psi_{a}_groups'])} g, {int(r[f'psi_{a}_pairs'])} p)"
+            for a in axes
+        ]
+        for r in c.to_dict("records")
+    ]
+    out.append(table(["measure", *[f"psi_{a} (groups, pairs)" for a in axes]], psi_rows))
+    sign_rows = []
+    for r in c.to_dict("records"):
+        cells = [f"{iv(r, f'sign_error_{a}')} ({int(r[f'sign_error_{a}_pairs'])} p)" for a in axes]
+        robust = (
+            f"{r['sign_error_robust']:.2f} ({r['sign_error_robust_axis']})"
+            if not pd.isna(r["sign_error_robust"])
+            else str(r["sign_error_robust_axis"])
+        )
+        sign_rows.append([f"`{r['measure']}`", *cells, robust, str(r["verdict"])])
+    out.append(
+        table(
+            ["measure", *[f"sign-err {a} [95%] (pairs)" for a in axes], "robust", "verdict"],
+            sign_rows,
+        )
+    )
+    return "\n\n".join(out)
+
+
+def differences_table(d: pd.DataFrame, statistic: str) -> str:
+    """Paired differences of one statistic: delta [low, high] and whether it is shown."""
+    sub = d[d["statistic"] == statistic]
+    rows = []
+    for r in sub.to_dict("records"):
+        if pd.isna(r["delta"]):
+            continue
+        shown = "better" if r["low"] > 0 else "worse" if r["high"] < 0 else "not shown"
+        rows.append(
+            [
+                f"`{r['measure']}`",
+                f"`{r['versus']}`",
+                f"{f(r['delta'])} [{f(r['low'])}, {f(r['high'])}]",
+                shown,
+            ]
+        )
+    return table(["measure", "versus", f"delta {statistic} [95%]", "difference"], rows)
+
+
+def recompute(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict]:
+    """Protocol v2 on the committed models.csv (axes of correlate.json less seed)."""
+    from specbound.studies.correlate import ceiling
+    from specbound.studies.correlate import table as T
+
+    meta = json.loads((folder / "correlate.json").read_text())
+    models = pd.read_csv(folder / "models.csv")
+    axes = [a for a in meta["axes"] if a != "seed"]
+    tabs = T.correlation_study(models, meta["measures"], axes, bootstrap=meta["bootstrap"])
+    return tabs.correlation, tabs.differences, axes, ceiling.rank_ceiling(models)
+
+
+def main(argv: list[str]) -> None:
+    again = "--recompute" in argv
+    for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
+        task = folder.name
+        print(f"## {task}\n\n{zoo_summary(task)}\n")
+        c = pd.read_csv(folder / "correlation.csv")
+        meta = json.loads((folder / "correlate.json").read_text())
+        if again:
+            c, d, axes, ceil = recompute(folder)
+            print("(protocol v2, recomputed from the committed models.csv)\n")
+        elif "kendall_tau_low" in c.columns:
+            d = pd.read_csv(folder / "differences.csv")
+            axes, ceil = list(meta["axes"]), meta.get("rank_ceiling", {})
+        else:
+            print(correlation_table_v1(c) + "\n")
+            continue
+        print(correlation_tables_v2(c, axes) + "\n")
+        if ceil.get("statement"):
+            print(f"Rank ceiling: {ceil['statement']}\n")
+        for st in ("tau_fixed_n", "psi_fixed_n", "kendall_tau", "psi"):
+            print(differences_table(d, st) + "\n")
 
 
 if __name__ == "__main__":
-    for task in sorted(p.name for p in (HERE / "results").iterdir() if p.is_dir()):
-        print(f"## {task}\n\n{zoo_summary(task)}\n\n{correlation_table(task)}\n")
+    main(sys.argv[1:])

@@ -51,6 +51,6 @@ def lipschitz_constant(activation: str) -> float:
     if key not in LIPSCHITZ:
         raise ConfigError(
             f"unknown activation '{activation}' in config.json: specbound knows "
-            f"{', '.join(sorted(LIPSCHITZ))}; pass --l-phi to set its Lipschitz constant"
+            f"{', '.join(sorted(LIPSCHITZ))}; pass l_phi= to set its Lipschitz constant"
         )
     return LIPSCHITZ[key]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,88 +17,76 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._version import __version__
-from .bounds import LN10, BoundDetails, Bounds, compute_bounds, logsumexp
 from .core import ModelSpec
 from .errors import SpecboundError
-from .spectra import MATRIX_TYPES, Spectra
+from .linalg.model import (
+    Progress,
+    check_device,
+    compute_all_spectra,
+    compute_block,
+    compute_distance,
+    compute_spectra,
+)
+from .linalg.spectra import Spectra
+from .measures.bounds import BoundDetails, Bounds, compute_bounds
+from .tables import (
+    MATRIX_COLUMNS,
+    WEIGHT_COLUMNS,
+    layer_columns,
+    matrix_columns,
+    weight_columns,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .linalg.weights import WeightSpectra
     from .measures import MeasureInput
-    from .weights import WeightSpectra
 
-Progress = Callable[[int, int], None]
-
-MATRIX_COLUMNS = [
-    "layer",
-    "head",
-    "matrix_type",
-    "rows",
-    "cols",
-    "spectral_norm",
-    "frobenius_norm",
-    "nuclear_norm",
-    "norm_21",
-    "norm_11",
-    "rank",
-    "stable_rank",
-    "alpha",
-    "log10_alpha",
-    "gamma",
-    "log10_gamma",
-    "scale",
-    "p_star",
-    "contribution",
-    "log10_scale",
-    "log10_contribution",
-]
-
-WEIGHT_COLUMNS = [
-    "layer",
-    "role",
-    "tensor",
-    "rows",
-    "cols",
-    "spectral_norm",
-    "frobenius_norm",
-    "stable_rank",
-    "htsr_alpha",
-    "htsr_alpha_weighted",
-    "htsr_xmin",
-    "htsr_D",
-    "htsr_num_tail",
+__all__ = [
+    "MATRIX_COLUMNS",
+    "WEIGHT_COLUMNS",
+    "Analysis",
+    "Progress",
+    "analyze",
+    "check_device",
+    "compute_all_spectra",
+    "compute_block",
+    "compute_distance",
+    "compute_spectra",
 ]
 
 
-def pd_int(x: np.ndarray) -> np.ndarray:
-    """Integer counts with missing cells: an object array of int or None (CSV: empty)."""
-    return np.array([None if not np.isfinite(v) else int(v) for v in x], dtype=object)
+class AnalysisDetails(BoundDetails):
+    """``Analysis.details``: the ``BoundDetails`` of the analysis (``a.details.p_star``,
+    ``a.details.log_alpha``, ...) that is also callable: ``a.details()`` is the one per-matrix
+    DataFrame of ``Analysis.details_frame`` (canonical matrices and raw weights)."""
 
+    _analysis: Analysis | None = None
 
-def _exp(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.exp(x)
+    @classmethod
+    def of(cls, details: BoundDetails, analysis: Analysis) -> AnalysisDetails:
+        out = cls(**{f.name: getattr(details, f.name) for f in dataclasses.fields(BoundDetails)})
+        out._analysis = analysis
+        return out
 
-
-def _missing_if_not_finite(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Float cells that are inf/NaN (a value beyond float64, the log of 0) become NaN = missing.
-
-    SPEC 6: no inf in outputs. A value column that overflows is missing (written empty); its
-    ``log10_`` column always holds the number.
-    """
-    out = {}
-    for k, v in columns.items():
-        v = np.asarray(v)
-        if v.dtype.kind == "f":
-            v = np.where(np.isfinite(v), v, np.nan)
-        out[k] = v
-    return out
+    def __call__(self) -> pd.DataFrame:
+        if self._analysis is None:
+            raise SpecboundError("these details belong to no Analysis; use Analysis.details()")
+        return self._analysis.details_frame()
 
 
 @dataclass
 class Analysis:
-    """One model's spectra and proxies. ``matrices``/``layers`` are pandas DataFrames."""
+    """One model's spectra, proxies and measures (SPEC 2-10).
+
+    Tables (pandas DataFrames): ``matrices`` (canonical matrices), ``layers``, ``weights`` (raw
+    weights), ``details()`` (both kinds in one frame); ``summary()`` is a JSON-safe dict.
+    ``spectral_norm`` columns are sigma_max (the largest singular value); WeightWatcher's
+    ``spectral_norm`` is lambda_max = sigma_max^2 (here ``htsr`` fits use lambda = sigma^2).
+    The depth factor alpha(l) of SPEC 4 is ``depth_factor`` in every table; ``htsr_alpha`` is
+    WeightWatcher's power-law exponent. Bounds: ``bounds.<name>.log10`` (and ``.ln``).
+    """
 
     model: str
     spec: ModelSpec
@@ -110,12 +99,26 @@ class Analysis:
     distance_init: np.ndarray | None = None  # ||W - W0||_F^2 per raw weight (with an init)
     measure_choice: list[str] | None = None  # None: every registered measure
 
+    def __post_init__(self) -> None:
+        d = self.details
+        if not isinstance(d, AnalysisDetails) or d._analysis is not self:
+            self.details = AnalysisDetails.of(d, self)
+
+    def details_frame(self) -> pd.DataFrame:
+        """One row per matrix with every per-matrix column (``tables.DETAIL_COLUMNS``): the
+        canonical matrices (``kind`` "canonical", ``matrix`` QK/OV/M_in/M_out, the columns of
+        ``matrices``) then the raw weights (``kind`` "weight", ``matrix`` W_Q, W_K, W_V, W_O,
+        W_in, W_out, the columns of ``weights``, when they were computed). Also ``details()``."""
+        from .tables import details_frame
+
+        return details_frame(self)
+
     def measure_input(self) -> MeasureInput:
         """What the measures read (``specbound.measures``); made once per Analysis, so the
         power-law fits behind the measures and the weights table are computed once."""
         if "_measure_input" not in self.__dict__:
+            from .linalg.weights import WeightSpectra
             from .measures import MeasureInput
-            from .weights import WeightSpectra
 
             self.__dict__["_measure_input"] = MeasureInput(
                 self.spec,
@@ -148,37 +151,7 @@ class Analysis:
 
     def weight_columns(self) -> dict[str, np.ndarray]:
         """The columns of ``weights`` as numpy arrays (no pandas needed)."""
-        from .weights import WeightSpectra
-
-        w = self.weight_spectra or WeightSpectra.empty()
-        fits = self.measure_input().fits
-
-        def col(attr: str) -> np.ndarray:
-            return np.array(
-                [np.nan if getattr(f, attr) is None else float(getattr(f, attr)) for f in fits],
-                dtype=np.float64,
-            )
-
-        alpha, lmax = col("alpha"), col("lambda_max")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            weighted = alpha * np.log10(lmax)
-        return _missing_if_not_finite(
-            {
-                "layer": w.layer,
-                "role": w.role_names,
-                "tensor": np.asarray(w.tensor, dtype=object),
-                "rows": w.rows,
-                "cols": w.cols,
-                "spectral_norm": w.spectral_norm,
-                "frobenius_norm": w.frobenius_norm,
-                "stable_rank": w.stable_rank,
-                "htsr_alpha": alpha,
-                "htsr_alpha_weighted": weighted,
-                "htsr_xmin": col("xmin"),
-                "htsr_D": col("D"),
-                "htsr_num_tail": pd_int(col("num_tail")),
-            }
-        )
+        return weight_columns(self)
 
     @property
     def weights(self) -> pd.DataFrame:
@@ -199,35 +172,69 @@ class Analysis:
     def l_phi(self) -> float:
         return self.details.bounds.L_phi
 
+    @property
+    def spectrum_adaptive_share_p0(self) -> float:
+        """Share of the QK, OV, M_in, M_out matrices whose p* is 0 (SPEC 10's diagnosis)."""
+        from .measures.spectrum_adaptive import share_p0
+
+        return share_p0(self.details.p_star)
+
+    @property
+    def log10_spectrum_adaptive_ceiling(self) -> float:
+        """log10 B_ceiling = log10(sum_A sqrt(r(A) N) + sqrt(L)): the rank ceiling of the
+        spectrum-adaptive proxy (SPEC 10), from the numerical ranks of SPEC 3 only."""
+        from .measures.spectrum_adaptive import log10_rank_ceiling
+
+        if not np.all(np.isfinite(self.spectra.sv_values)):
+            return math.nan  # a spectrum beyond float64: its rank is unknown (summary: null)
+        return log10_rank_ceiling(self.spectra.rank, self.spec.hidden_size, self.spec.num_layers)
+
+    @property
+    def spectrum_adaptive_ceiling_gap(self) -> float:
+        """log10 B_ceiling - log10 B_spectrum_adaptive (>= 0; 0 when every matrix picks p* = 0,
+        i.e. the proxy is a rank count that does not see the trained singular values)."""
+        from .measures.spectrum_adaptive import ceiling_gap
+
+        if not np.all(np.isfinite(self.spectra.sv_values)):
+            return math.nan
+        return ceiling_gap(
+            self.spectra.rank,
+            self.details.log_contribution,
+            self.spec.hidden_size,
+            self.spec.num_layers,
+        )
+
+    def contribution_curves(self) -> np.ndarray:
+        """log c(A, p) over the p grid for every matrix, shape (matrices, grid) (SPEC 4); what
+        the contribution-vs-p figure draws."""
+        from .measures.spectrum_adaptive import kept_singular_values, log_contribution_curve
+
+        s, d = self.spectra, self.details
+        k = np.minimum(s.rows, s.cols)
+        rows = [
+            log_contribution_curve(
+                kept_singular_values(s.singular_values(i), int(k[i])),
+                float(d.log_scale[i]),
+                self.spec.hidden_size,
+                d.grid,
+            )
+            for i in range(len(s))
+        ]
+        return np.array(rows).reshape(len(s), d.grid.size)
+
+    def diagnostics(self) -> dict[str, float]:
+        """The rank-ceiling diagnosis as one flat dict, for every per-model row (summary.json,
+        models.csv, track.csv): ``spectrum_adaptive_share_p0``,
+        ``spectrum_adaptive_ceiling_gap``, ``log10_spectrum_adaptive_ceiling``."""
+        return {
+            "spectrum_adaptive_share_p0": self.spectrum_adaptive_share_p0,
+            "spectrum_adaptive_ceiling_gap": self.spectrum_adaptive_ceiling_gap,
+            "log10_spectrum_adaptive_ceiling": self.log10_spectrum_adaptive_ceiling,
+        }
+
     def matrix_columns(self) -> dict[str, np.ndarray]:
         """The columns of ``matrices`` as numpy arrays (no pandas needed)."""
-        s, d = self.spectra, self.details
-        la = d.log_alpha[s.layer]
-        return _missing_if_not_finite(
-            {
-                "layer": s.layer,
-                "head": s.head,
-                "matrix_type": np.array(MATRIX_TYPES, dtype=object)[s.matrix_type],
-                "rows": s.rows,
-                "cols": s.cols,
-                "spectral_norm": s.spectral_norm,
-                "frobenius_norm": s.frobenius_norm,
-                "nuclear_norm": s.nuclear_norm,
-                "norm_21": s.norm_21,
-                "norm_11": s.norm_11,
-                "rank": s.rank,
-                "stable_rank": s.stable_rank,
-                "alpha": _exp(la),
-                "log10_alpha": la / LN10,
-                "gamma": _exp(d.log_gamma),
-                "log10_gamma": d.log_gamma / LN10,
-                "scale": _exp(d.log_scale),
-                "p_star": d.p_star,
-                "contribution": _exp(d.log_contribution),
-                "log10_scale": d.log_scale / LN10,
-                "log10_contribution": d.log_contribution / LN10,
-            }
-        )
+        return matrix_columns(self)
 
     @property
     def matrices(self) -> pd.DataFrame:
@@ -237,36 +244,8 @@ class Analysis:
         return pd.DataFrame(self.matrix_columns(), columns=MATRIX_COLUMNS)
 
     def layer_columns(self) -> dict[str, np.ndarray]:
-        s, d = self.spectra, self.details
-        L = self.spec.num_layers
-        c = _exp(d.log_contribution)
-        out: dict[str, np.ndarray] = {
-            "layer": np.arange(L),
-            "alpha": _exp(d.log_alpha),
-            "log10_alpha": d.log_alpha / LN10,
-            "log10_xi": d.log_xi / LN10,
-        }
-        for t, name in enumerate(MATRIX_TYPES):
-            out[f"contribution_{name}"] = np.bincount(
-                s.layer[s.matrix_type == t], weights=c[s.matrix_type == t], minlength=L
-            )
-        out["contribution_total"] = np.bincount(s.layer, weights=c, minlength=L)
-        lc = d.log_contribution
-        out["log10_contribution_total"] = (
-            np.array(
-                [
-                    float(logsumexp(lc[s.layer == l])) if np.any(s.layer == l) else -np.inf
-                    for l in range(L)
-                ]
-            )
-            / LN10
-        )
-        out["n_p0"] = np.bincount(s.layer[d.p_star == 0], minlength=L)
-        out["n_p2"] = np.bincount(s.layer[d.p_star == 2], minlength=L)
-        out["mean_p_star"] = np.bincount(s.layer, weights=d.p_star, minlength=L) / np.maximum(
-            np.bincount(s.layer, minlength=L), 1
-        )
-        return _missing_if_not_finite(out)
+        """The columns of ``layers`` as numpy arrays (no pandas needed)."""
+        return layer_columns(self)
 
     @property
     def layers(self) -> pd.DataFrame:
@@ -276,26 +255,31 @@ class Analysis:
         return pd.DataFrame(self.layer_columns())
 
     def summary(self) -> dict[str, Any]:
-        """The content of summary.json."""
+        """The content of summary.json: a JSON-safe dict (``json.dumps(..., allow_nan=False)``
+        holds). SPEC 6: a value beyond float64 is None (``null``) and its log10 is kept; every
+        other float is finite."""
         s = self.spec
-        return {
-            "model": self.model,
-            "architecture": s.architecture,
-            "num_layers": s.num_layers,
-            "hidden_size": s.hidden_size,
-            "num_heads": s.num_heads,
-            "intermediate_size": s.intermediate_size,
-            "grid_m": self.grid_m,
-            "L_phi": self.l_phi,
-            "bounds": {
-                "spectrum_adaptive": self.bounds.spectrum_adaptive.to_dict(),
-                "norm_based": self.bounds.norm_based.to_dict(),
-            },
-            "measures": self.measures,
-            "measure_notes": self.measure_notes,
-            "adaptations": list(self.adaptations),
-            "specbound_version": __version__,
-        }
+        return _json_safe(
+            {
+                "model": self.model,
+                "architecture": s.architecture,
+                "num_layers": s.num_layers,
+                "hidden_size": s.hidden_size,
+                "num_heads": s.num_heads,
+                "intermediate_size": s.intermediate_size,
+                "grid_m": self.grid_m,
+                "L_phi": self.l_phi,
+                "bounds": {
+                    "spectrum_adaptive": self.bounds.spectrum_adaptive.to_dict(),
+                    "norm_based": self.bounds.norm_based.to_dict(),
+                },
+                "measures": self.measures,
+                "measure_notes": self.measure_notes,
+                **self.diagnostics(),
+                "adaptations": list(self.adaptations),
+                "specbound_version": __version__,
+            }
+        )
 
     def with_options(self, l_phi: float | None = None, grid_m: int | None = None) -> Analysis:
         """The same spectra with other bound options (no spectral work)."""
@@ -331,130 +315,26 @@ class Analysis:
         return Path(path)
 
 
-def check_device(device: object) -> None:
-    """SpecboundError unless ``device`` is usable: None/"numpy", or a torch device this machine
-    has ("cpu", "cuda", "cuda:N"); checked up front, even when the spectra come from the cache."""
-    if device is None or device == "numpy":
-        return
-    if not isinstance(device, str):
-        raise SpecboundError(f"device must be a string (numpy, cpu, cuda), got {device!r}")
-    from .torch_backend import resolve_device
-
-    resolve_device(device)
-
-
-def _spectra_function(device: str | None) -> Callable[..., Spectra]:
-    if device in (None, "numpy"):
-        from .spectra import block_spectra
-
-        return block_spectra
-    from .torch_backend import make_block_spectra
-
-    return make_block_spectra(device)
-
-
-def _tensor_names(adapter: Any, layer: int) -> dict[str, str]:
-    """Role -> tensor name(s) of block ``layer`` for weights.csv (gate and up joined by '+')."""
-    try:
-        roles = adapter.layer_roles(layer).roles
-    except Exception:  # an adapter without names: the table says nothing rather than guess
-        return {}
-    out = {r: "+".join(roles.get(r, [])) for r in ("query", "key", "value", "output", "ffn_out")}
-    out["ffn_in"] = "+".join(list(roles.get("ffn_gate", [])) + list(roles.get("ffn_in", [])))
-    return out
-
-
-def compute_spectra(
-    adapter: Any, device: str | None = None, progress: Progress | None = None
-) -> Spectra:
-    """Spectra of every block's canonical matrices, streaming one block at a time."""
-    return compute_all_spectra(adapter, device, progress, weights=False)[0]
-
-
-def compute_all_spectra(
-    adapter: Any,
-    device: str | None = None,
-    progress: Progress | None = None,
-    weights: bool = True,
-) -> tuple[Spectra, WeightSpectra | None]:
-    """Spectra of the canonical matrices and (``weights``) of SPEC 9's raw weight matrices.
-
-    One block's tensors are in memory at a time; a shared block (ALBERT) is computed once.
-    """
-    from .weights import WeightSpectra
-
-    spec = adapter.spec()
-    parts: list[Spectra] = []
-    wparts: list[WeightSpectra] = []
-    seen: dict[Any, tuple[Spectra, WeightSpectra | None]] = {}
-    L = spec.num_layers
-    for l in range(L):
-        key = adapter.share_key(l)
-        if key is not None and key in seen:
-            part, wpart = seen[key]
-            part = part.with_layers(l)
-            wpart = wpart.with_layers(l) if wpart is not None else None
-        else:
-            part, wpart = compute_block(adapter, l, device, weights)
-            if key is not None:
-                seen[key] = (part, wpart)
-        parts.append(part)
-        if wpart is not None:
-            wparts.append(wpart)
-        if progress is not None:
-            progress(l + 1, L)
-    return Spectra.concat(parts), (WeightSpectra.concat(wparts) if weights else None)
-
-
-def compute_block(
-    adapter: Any, layer: int, device: str | None = None, weights: bool = True
-) -> tuple[Spectra, WeightSpectra | None]:
-    """Block ``layer``'s part of ``compute_all_spectra`` (what one engine task computes)."""
-    from .spectra import block_spectra_with
-    from .weights import attention_jobs, block_weight_spectra, ffn_singular_values
-
-    block = adapter.layer(layer)
-    names = _tensor_names(adapter, layer) if weights else {}
-    att = None
-    if device in (None, "numpy"):  # the raw-weight SVDs join the block's pool round
-        part, att = block_spectra_with(
-            block, adapter.spec(), attention_jobs(block, names) if weights else ()
-        )
-    else:
-        part = _spectra_function(device)(block, adapter.spec())
-    wpart = (
-        block_weight_spectra(block, ffn_singular_values(part), names, att or None)
-        if weights
-        else None
-    )
-    return part, wpart
-
-
-def compute_distance(adapter: Any, init_adapter: Any, where: str = "--init") -> np.ndarray:
-    """||W - W0||_F^2 for every raw weight, W0 from ``init_adapter`` (same layout), in the row
-    order of ``WeightSpectra``."""
-    from .weights import block_distance
-
-    L = adapter.spec().num_layers
-    return (
-        np.concatenate(
-            [
-                block_distance(
-                    adapter.layer(l), init_adapter.layer(l), _tensor_names(adapter, l), where
-                )
-                for l in range(L)
-            ]
-        )
-        if L
-        else np.zeros(0)
-    )
+def _json_safe(x: Any) -> Any:
+    """``x`` with every non-finite float (and numpy scalar) made JSON-safe: inf/NaN -> None."""
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
 
 
 def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:
     """The adapter of the initialization checkpoint, checked to match ``spec``."""
     from .adapters.registry import adapter_for
-    from .checkpoint import load_checkpoint
     from .errors import ConfigError
+    from .io.checkpoint import load_checkpoint
 
     is_path = isinstance(init, (str, Path))
     try:  # say which of the two checkpoints is wrong
@@ -465,7 +345,7 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
         init_adapter = adapter_for(init_ckpt, mapping, **kw)
         ispec = init_adapter.spec()
     except SpecboundError as exc:
-        raise type(exc)(f"--init {init if is_path else 'state dict'}: {exc}") from None
+        raise type(exc)(f"init={init if is_path else 'state dict'}: {exc}") from None
     for f in (
         "architecture",
         "num_layers",
@@ -477,7 +357,7 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
     ):
         if getattr(ispec, f) != getattr(spec, f):
             raise ConfigError(
-                f"--init {init_ckpt.name} has {f} = {getattr(ispec, f)} but the model has "
+                f"init={init_ckpt.name} has {f} = {getattr(ispec, f)} but the model has "
                 f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes"
             )
     return init_adapter
@@ -515,9 +395,9 @@ def analyze(
     the chosen measures need the raw-weight spectra.
     """
     from .adapters.registry import adapter_for
-    from .bounds import check_grid_m, check_l_phi
-    from .checkpoint import load_checkpoint
-    from .measures import needs_weight_spectra, resolve_names
+    from .io.checkpoint import load_checkpoint
+    from .measures import get_measure, needs_weight_spectra, resolve_names
+    from .measures.bounds import check_grid_m, check_l_phi
 
     # options first (SpecboundError), before any reading or cache lookup
     grid_m = check_grid_m(grid_m)
@@ -525,12 +405,12 @@ def analyze(
         l_phi = check_l_phi(l_phi)
     check_device(device)
     choice = None if measures is None else resolve_names(measures)
-    if choice is not None and "distance_from_init" in choice and init is None:
+    needing_init = [n for n in choice or () if get_measure(n).needs_init]
+    if needing_init and init is None:
         # asked for by name: an empty cell would look like an answer
         raise SpecboundError(
-            "measure distance_from_init needs the initialization weights; "
-            "pass --init CHECKPOINT (init= from Python) or drop it from "
-            "--measures"
+            f"measure {needing_init[0]} needs the initialization weights; pass init= "
+            "(a checkpoint of the same architecture) or drop it from measures="
         )
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
@@ -543,7 +423,7 @@ def analyze(
     cached = None
     key = None
     if cache:
-        from . import cache as spectra_cache
+        from .linalg import cache as spectra_cache
 
         key = spectra_cache.cache_key(ckpt, spec, adapter)
         if key is not None:

@@ -1,4 +1,8 @@
-"""Errors specbound raises for bad input. Each message is one line naming the file or tensor."""
+"""Errors specbound raises for bad input. Each message is one line naming the file or tensor.
+
+``SpecboundTypeError`` / ``SpecboundValueError`` are what :mod:`specbound.validation` raises for
+a bad argument: they are also ``TypeError`` / ``ValueError``, as Python code expects.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,21 @@ class SpecboundError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
+class SpecboundValueError(SpecboundError):
+    """An argument has the right type but a wrong value (out of range, not a known choice)."""
+
+
+class SpecboundTypeError(SpecboundError, TypeError):
+    """An argument has the wrong type (e.g. a float or a bool where an integer is expected)."""
+
+
 class CheckpointError(SpecboundError):
     """The checkpoint (file, directory, hub id, tensor) cannot be used."""
 
 
 class ConfigError(SpecboundError):
     """config.json is missing, unsupported or inconsistent with the weights."""
+
+
+class CacheError(SpecboundError):
+    """The spectra cache folder cannot be used (e.g. ``cache clear`` on a read-only folder)."""

@@ -9,7 +9,12 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _ranges(layers: list[int]) -> str:
@@ -33,13 +38,82 @@ def describe_uses(uses: list[tuple[int, str]]) -> str:
     for layer, role in uses:
         if role not in per_layer[layer]:
             per_layer[layer].append(role)
-    for layer, roles in per_layer.items():
-        by_roles["+".join(roles)].append(layer)
+    for layer, layer_roles in per_layer.items():
+        by_roles["+".join(layer_roles)].append(layer)
     parts = []
     for roles, layers in by_roles.items():
         word = "layer" if len(layers) == 1 else "layers"
         parts.append(f"{roles} @ {word} {_ranges(layers)}")
     return "; ".join(parts)
+
+
+def _tensor_uses(
+    model: Any, config: Any, mapping: Any, name: str | None, prefix: str | None
+) -> tuple[Any, Any, Any, dict[str, list[tuple[int, str]]]]:
+    """(checkpoint, adapter, spec, {tensor: [(layer, role), ...]}) without reading tensor data."""
+    from .adapters.registry import adapter_for
+    from .io.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(model, config, name=name)
+    adapter = adapter_for(ckpt, mapping, prefix=prefix)
+    spec = adapter.spec()
+    uses: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for tr in adapter.tensor_roles():
+        for role, names in tr.roles.items():
+            for t in names:
+                uses[t].append((tr.layer, role))
+    return ckpt, adapter, spec, uses
+
+
+#: Columns of ``describe``.
+DESCRIBE_COLUMNS = ["name", "role", "layer", "uses", "shape", "dtype", "num_parameters", "analyzed"]
+
+
+def describe(
+    model: Any,
+    *,
+    config: Any = None,
+    mapping: str | os.PathLike[str] | dict | None = None,
+    name: str | None = None,
+    prefix: str | None = None,
+) -> pd.DataFrame:
+    """What ``analyze`` will read, before any spectral work: one row per tensor of ``model``.
+
+    Columns (``DESCRIBE_COLUMNS``): ``name``; ``role`` (query, key, value, output, ffn_gate,
+    ffn_in, ffn_out, joined by "+" for a fused tensor; empty when ignored); ``layer`` (its block,
+    <NA> when ignored or used by several blocks, as shared ALBERT layers are); ``uses`` (every
+    role and block, e.g. "query+key+value @ layers 0-11"); ``shape`` (a tuple); ``dtype``;
+    ``num_parameters``; ``analyzed`` (True when the tensor enters the canonical matrices and
+    SPEC 9's raw weights). Only shapes and dtypes are read. The counterpart of WeightWatcher's
+    ``describe()``; ``inspect_model`` gives the same as a dict (and ``specbound inspect``).
+    """
+    import pandas as pd
+
+    ckpt, _, _, uses = _tensor_uses(model, config, mapping, name, prefix)
+    rows = []
+    for t in sorted(ckpt.source.names()):
+        u = uses.get(t, [])
+        roles: list[str] = []
+        for _, r in u:
+            if r not in roles:
+                roles.append(r)
+        layers = sorted({layer for layer, _ in u})
+        shape = tuple(int(d) for d in ckpt.source.shape(t))
+        rows.append(
+            {
+                "name": t,
+                "role": "+".join(roles),
+                "layer": layers[0] if len(layers) == 1 else None,
+                "uses": describe_uses(u) if u else "",
+                "shape": shape,
+                "dtype": str(ckpt.source.dtype(t)),
+                "num_parameters": int(np.prod(shape, dtype=np.int64)),
+                "analyzed": bool(u),
+            }
+        )
+    out = pd.DataFrame(rows, columns=DESCRIBE_COLUMNS)
+    out["layer"] = out["layer"].astype("Int64")
+    return out
 
 
 def inspect_model(
@@ -55,17 +129,7 @@ def inspect_model(
     ``prefix``: the tensor-name prefix of the model to inspect when the checkpoint holds several
     (``student.``/``teacher.``); None detects it.
     """
-    from .adapters.registry import adapter_for
-    from .checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(model, config, name=name)
-    adapter = adapter_for(ckpt, mapping, prefix=prefix)
-    spec = adapter.spec()
-    uses: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for tr in adapter.tensor_roles():
-        for role, names in tr.roles.items():
-            for t in names:
-                uses[t].append((tr.layer, role))
+    ckpt, adapter, spec, uses = _tensor_uses(model, config, mapping, name, prefix)
     tensors = []
     for t in sorted(ckpt.source.names()):
         tensors.append(
@@ -114,7 +178,7 @@ def format_inspection(info: dict[str, Any]) -> str:
         + (
             f" (L_phi={info['L_phi']:g})"
             if info["L_phi"] is not None
-            else " (L_phi unknown: pass --l-phi)"
+            else " (L_phi unknown: pass l_phi=, the CLI's --l-phi)"
         ),
     ]
     for a in info["adaptations"]:

@@ -1,7 +1,8 @@
 """The adapter contract: a checkpoint's tensors -> canonical per-block weights.
 
 An adapter knows one architecture's tensor names and layout. It hands out, block by block,
-``LayerWeights`` in PyTorch ``nn.Linear`` layout ``(out, in)``; ``specbound.spectra`` turns those
+``LayerWeights`` in PyTorch ``nn.Linear`` layout ``(out, in)``; ``specbound.linalg.spectra`` turns
+those
 into the row-vector matrices of SPEC.md section 2:
 
     QK(l,h) = wq[hs].T @ wk[kv(h)s]      OV(l,h) = wv[kv(h)s].T @ wo[:, hs].T
@@ -17,9 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..checkpoint import Checkpoint
 from ..core import LayerWeights, ModelSpec, TensorRoles
 from ..errors import CheckpointError, ConfigError
+from ..io.checkpoint import Checkpoint
 
 
 def positive_int(value: Any, key: str, where: str) -> int:

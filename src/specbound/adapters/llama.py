@@ -17,6 +17,8 @@ mapping file and read its adaptation notes critically.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..errors import ConfigError
 from .base import (
     FUSED_QKV_NOTE,
@@ -39,7 +41,7 @@ ROPE_NOTE = (
 @register
 class LlamaAdapter(PatternAdapter):
     extra_notes: tuple[str, ...] = ()
-    model_types = ("llama", "mistral", "qwen2", "gemma")
+    model_types: ClassVar[tuple[str, ...]] = ("llama", "mistral", "qwen2", "gemma")
     layouts = (
         (
             "layers.0.self_attn.q_proj.weight",
@@ -83,7 +85,9 @@ class LlamaAdapter(PatternAdapter):
 @register
 class Phi3Adapter(LlamaAdapter):
     model_types = ("phi3",)
-    extra_notes = (f"{FUSED_QKV_NOTE}: qkv_proj rows [q | k | v]; gate_up_proj rows [gate | up]",)
+    extra_notes: tuple[str, ...] = (
+        f"{FUSED_QKV_NOTE}: qkv_proj rows [q | k | v]; gate_up_proj rows [gate | up]",
+    )
     layouts = (
         (
             "layers.0.self_attn.qkv_proj.weight",

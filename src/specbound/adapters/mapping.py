@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoint import Checkpoint, check_regular_file
 from ..errors import ConfigError
+from ..io.checkpoint import Checkpoint, check_regular_file
 from .base import (
     GATED_NOTE,
     GQA_NOTE,

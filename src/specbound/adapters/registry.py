@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..checkpoint import Checkpoint
+    from ..io.checkpoint import Checkpoint
     from .base import Adapter
 
 #: Adapter modules, imported on first use. A new architecture is one module added here.

@@ -1,49 +1,50 @@
-"""The local engine: every model analyzed in this process, one after the other (the default)."""
+"""The local engine: every job in this process, one after the other, in input order (the default).
+
+Imports nothing beyond specbound's own dependencies (no Ray).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from ..analysis import Analysis
+from .base import JobError, Progress, Resources, SpectraFn, call_job
 
-
-def analyze(model: Any, **analyze_kwargs: Any) -> Analysis:
-    """``specbound.analysis.analyze`` itself."""
-    from ..analysis import analyze as run
-
-    return run(model, **analyze_kwargs)
+J = TypeVar("J")
+R = TypeVar("R")
 
 
-def analyze_models(
-    models: Sequence[Any],
-    *,
-    names: Sequence[str | None] | None = None,
-    analyze_kwargs: Mapping[str, Any] | None = None,
-    on_model: Callable[[int, int, str], None] | None = None,
-    on_skip: Callable[[str, str], None] | None = None,
-) -> tuple[list[Analysis], list[tuple[str, str]]]:
-    """(analyses in input order, (name, reason) of each model skipped for bad input).
+@dataclass(frozen=True)
+class LocalOptions:
+    """The local engine has no options (threads are set with ``--threads`` / linalg.pool)."""
 
-    ``on_model(i, n, name)`` is called before model i (1-based) of n; a ``SpecboundError``
-    skips the model (``on_skip(name, reason)``) instead of stopping the sweep.
-    """
-    from ..analysis import analyze as run
-    from ..errors import SpecboundError
 
-    kw = dict(analyze_kwargs or {})
-    analyses: list[Analysis] = []
-    skipped: list[tuple[str, str]] = []
-    for i, m in enumerate(models):
-        name = names[i] if names is not None else None
-        label = str(name or m)
-        if on_model is not None:
-            on_model(i + 1, len(models), label)
-        try:
-            analyses.append(run(m, name=name, **kw))
-        except SpecboundError as exc:
-            skipped.append((label, str(exc)))
-            if on_skip is not None:
-                on_skip(label, str(exc))
-    return analyses, skipped
+class LocalEngine:
+    """:class:`specbound.engines.base.Engine` in this process."""
+
+    name = "local"
+    distributed = False
+
+    def __init__(self, options: LocalOptions | None = None) -> None:
+        self.options = options if options is not None else LocalOptions()
+
+    def map(
+        self,
+        fn: Callable[[J], R],
+        jobs: Sequence[J],
+        *,
+        progress: Progress | None = None,
+        resources: Callable[[J], Resources] | None = None,
+    ) -> Iterator[tuple[J, R | JobError]]:
+        """Each ``(job, fn(job) or JobError)`` in input order; a bug in ``fn`` propagates."""
+        jobs = list(jobs)
+        for i, job in enumerate(jobs):
+            out = call_job(fn, job)
+            if progress is not None:
+                progress(i + 1, len(jobs))
+            yield job, out
+
+    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
+        """None: ``analyze`` computes the blocks in this process."""
+        return None

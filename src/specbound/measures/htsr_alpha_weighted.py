@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from ._htsr import mean_alpha
 from .base import Measure, MeasureInput, MeasureValue
-from .htsr_alpha import _mean_alpha
 
 
 def compute(x: MeasureInput) -> MeasureValue:
-    return _mean_alpha(x, weighted=True)
+    return mean_alpha(x, weighted=True)
 
 
 MEASURE = Measure(

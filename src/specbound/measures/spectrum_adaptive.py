@@ -1,18 +1,153 @@
 """``spectrum_adaptive``: log10 B_spectrum_adaptive (SPEC 4; Sakai & Imaizumi 2026).
 
-    B = sum over QK, OV, M_in, M_out of min_p S_p(A)^(1/(p+2)) s^(p/(p+2)) N^((p+1)/(p+2)) + sqrt(L)
+For every canonical matrix A (QK, OV, M_in, M_out) with scale s = gamma * alpha(l) * L
+(``_depth``), singular values s_i above the rank threshold (SPEC 3) and the grid
+P_m = {0, 1/m, ..., 2}::
 
-The per-matrix work is in ``specbound.bounds.compute_bounds`` (shared with norm_based: both use
-the depth factor alpha); this entry reads its result.
+    S_p(A)   = sum_{i <= r(A)} s_i^p   (S_0 = r(A))
+    c(A, p)  = S_p(A)^(1/(p+2)) * s^(p/(p+2)) * N^((p+1)/(p+2))
+    p*(A)    = the first grid point minimizing c(A, .);  c*(A) = c(A, p*(A))
+    B        = sum_A c*(A) + sqrt(L)
+
+Rank ceiling (SPEC 10): c*(A) <= c(A, 0) = sqrt(r(A) N), so
+
+    B <= B_ceiling = sum_A sqrt(r(A) N) + sqrt(L),
+
+with equality exactly when every matrix picks p* = 0 (the proxy is then a rank count). The
+``ceiling_gap`` = log10 B_ceiling - log10 B >= 0 says how far the trained singular values moved
+the proxy below it. Every function here is pure and works with natural logs.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ..linalg.spectra import rank_threshold
+from ._logspace import LN10, S_FLOOR, logsumexp
 from .base import Measure, MeasureInput, MeasureValue
+
+#: A model "sits at the rank ceiling" when its ceiling gap (log10) is below this (SPEC 10).
+AT_CEILING_GAP = 1e-3
+
+
+def default_grid_m(num_layers: int, hidden_size: int) -> int:
+    """m = ceil(L + ln max(N, 2))."""
+    return math.ceil(num_layers + math.log(max(hidden_size, 2)))
+
+
+def p_grid(m: int) -> np.ndarray:
+    """P_m = {0, 1/m, 2/m, ..., 2}."""
+    from ..validation import check_int
+
+    m = check_int(m, "grid_m", min=1)
+    return np.arange(2 * m + 1, dtype=np.float64) / m
+
+
+def kept_singular_values(sv: np.ndarray, k: int) -> np.ndarray:
+    """s_i above the rank threshold; the rest count as exact zeros."""
+    if sv.size == 0:
+        return sv
+    return sv[sv > rank_threshold(k, sv[0])]
+
+
+def log_schatten_power(kept: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """log S_p over ``grid``: log sum_i s_i^p for p > 0 and log r for p = 0 (-inf if r = 0)."""
+    if kept.size == 0:
+        return np.full(grid.shape, -np.inf)
+    return logsumexp(grid[:, None] * np.log(kept)[None, :], axis=1)
+
+
+def log_contribution_curve(
+    kept: np.ndarray, log_scale: float, hidden_size: int, grid: np.ndarray
+) -> np.ndarray:
+    """log c(A, p) = log S_p/(p+2) + p log s/(p+2) + (p+1) log N/(p+2) over ``grid``.
+
+    s is floored at the smallest positive float before its log (SPEC 6).
+    """
+    log_s = max(float(log_scale), math.log(S_FLOOR))
+    lsp = log_schatten_power(kept, grid)
+    return (lsp + grid * log_s + (grid + 1.0) * math.log(hidden_size)) / (grid + 2.0)
+
+
+def optimize_p(
+    singular_values: list[np.ndarray],
+    k: np.ndarray,
+    log_scale: np.ndarray,
+    hidden_size: int,
+    grid: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(p*, log c*) per matrix: the first minimizer of log c(A, .) on ``grid`` (ties: smallest
+    p). ``singular_values[i]`` descending, ``k[i]`` = min(rows, cols) of the full matrix."""
+    n = len(singular_values)
+    p_star = np.zeros(n)
+    log_c = np.full(n, -np.inf)
+    for i in range(n):
+        kept = kept_singular_values(singular_values[i], int(k[i]))
+        curve = log_contribution_curve(kept, float(log_scale[i]), hidden_size, grid)
+        if np.any(np.isnan(curve)) or np.any(np.isnan(singular_values[i])):
+            p_star[i] = log_c[i] = np.nan  # a spectrum beyond float64: undefined, never guessed
+            continue
+        j = int(np.argmin(curve))  # first minimizer: ties go to the smallest p
+        p_star[i], log_c[i] = grid[j], curve[j]
+    return p_star, log_c
+
+
+def log_bound(log_contribution: np.ndarray, num_layers: int) -> float:
+    """ln B = ln(sum_A c*(A) + sqrt(L))."""
+    return float(logsumexp(np.concatenate([log_contribution, [0.5 * math.log(num_layers)]])))
+
+
+def log_rank_ceiling(ranks: np.ndarray, hidden_size: int, num_layers: int) -> float:
+    """ln B_ceiling = ln(sum_A sqrt(r(A) N) + sqrt(L)) (matrices of rank 0 add nothing).
+
+    Each term is c(A, 0) computed exactly as ``log_contribution_curve`` does at p = 0, so a model
+    whose matrices all pick p* = 0 has a gap of exactly 0.
+    """
+    r = np.asarray(ranks, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        log_c0 = (np.log(r) + math.log(hidden_size)) / 2.0
+    return log_bound(log_c0, num_layers)
+
+
+def log10_rank_ceiling(ranks: np.ndarray, hidden_size: int, num_layers: int) -> float:
+    """log10 B_ceiling = log10(sum_A sqrt(r(A) N) + sqrt(L))."""
+    return log_rank_ceiling(ranks, hidden_size, num_layers) / LN10
+
+
+def ceiling_gap(
+    ranks: np.ndarray, log_contribution: np.ndarray, hidden_size: int, num_layers: int
+) -> float:
+    """log10 B_ceiling - log10 B_spectrum_adaptive (>= 0; 0 = every matrix at p* = 0).
+
+    Rounding can only make the difference a few ulps negative; it is clamped at 0.
+    """
+    gap = (
+        log_rank_ceiling(ranks, hidden_size, num_layers) - log_bound(log_contribution, num_layers)
+    ) / LN10
+    return max(0.0, float(gap)) if math.isfinite(gap) else math.nan
+
+
+def share_p0(p_star: np.ndarray) -> float:
+    """Share of the matrices (QK, OV, M_in, M_out) whose p* is 0 (0.0 for no matrix; NaN when
+    some p* is undefined)."""
+    p = np.asarray(p_star)
+    if np.any(np.isnan(p)):
+        return math.nan
+    return float(np.mean(p == 0)) if p.size else 0.0
+
+
+#: The note of a bound that is undefined because a spectrum does not fit a float64.
+BEYOND_FLOAT64 = (
+    "undefined: the singular values of some QK/OV products exceed float64 (weights of order "
+    "1e154 or more)"
+)
 
 
 def compute(x: MeasureInput) -> MeasureValue:
-    return MeasureValue(x.details.bounds.spectrum_adaptive.log10)
+    v = x.details.bounds.spectrum_adaptive.log10
+    return MeasureValue(v) if math.isfinite(v) else MeasureValue(None, BEYOND_FLOAT64)
 
 
 MEASURE = Measure(

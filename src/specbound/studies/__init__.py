@@ -1,1 +1,2 @@
-"""Studies over many models: the correlation protocol (SPEC 10) and the zoo trainer."""
+"""Studies over many models: ``scale`` (the scaling study, SPEC 7), ``correlate`` (does a
+measure predict generalization, SPEC 10) and ``zoo`` (train a grid of small models)."""

@@ -8,7 +8,7 @@ checkpoint directory that specbound reads like any other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 #: The hyperparameter axes every task has; the task adds its data-size axis before ``seed``.
 COMMON_AXES = ("depth", "width", "lr", "weight_decay")
@@ -45,7 +45,7 @@ class Task:
     name: str = ""
     description: str = ""
     size_axis: str = "train_size"
-    presets: dict[str, Preset] = {}
+    presets: ClassVar[dict[str, Preset]] = {}
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -73,11 +73,36 @@ class Task:
         return model(x).logits
 
 
+def standard_presets(
+    tiny: Preset,
+    v1: Preset,
+    standard: dict[str, list[Any]],
+    max_steps: int,
+    size_axis: str,
+    fixed: Any,
+) -> dict[str, Preset]:
+    """The presets of a task (issue 17, item 3).
+
+    ``standard``: the grid a correlation study should use: >= 3 seeds per configuration (the
+    configuration bootstrap resamples replicates), >= 3 values of n (strata for the beyond-n
+    statistics), a step cap every configuration is meant to reach the target within.
+    ``fixed-n``: the same grid with n held at ``fixed``, so no statistic can be "n did it".
+    ``standard-v1``: the grid of the first published zoos (2 seeds, 4 values of n), kept so
+    they can be re-run. ``tiny``: 8 models, 60 steps, plumbing only.
+    """
+    return {
+        "tiny": tiny,
+        "standard": Preset(axes=standard, max_steps=max_steps),
+        "fixed-n": Preset(axes={**standard, size_axis: [fixed]}, max_steps=max_steps),
+        "standard-v1": v1,
+    }
+
+
 def bert_classifier(vocab_size: int, seq_len: int, depth: int, width: int, num_classes: int) -> Any:
     """``BertForSequenceClassification`` without dropout, GELU, FFN width 4 * width."""
     from transformers import BertConfig, BertForSequenceClassification
 
-    cfg = BertConfig(
+    cfg = BertConfig(  # type: ignore[call-arg]  # num_labels: a **kwargs field
         vocab_size=vocab_size,
         hidden_size=width,
         num_hidden_layers=depth,

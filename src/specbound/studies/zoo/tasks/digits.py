@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import SpecboundError
-from .base import NUM_HEADS, Data, Preset, Task, permutation
+from .base import NUM_HEADS, Data, Preset, Task, permutation, standard_presets
 
 TEST_SIZE = 597
 SPLIT_SEED = 20260601
@@ -19,8 +19,8 @@ class Digits(Task):
     name = "digits"
     description = "sklearn 8x8 digits (10 classes), ViT with 2x2 patches"
     size_axis = "train_size"
-    presets = {
-        "tiny": Preset(
+    presets = standard_presets(
+        tiny=Preset(
             axes={
                 "depth": [1],
                 "width": [32],
@@ -31,7 +31,7 @@ class Digits(Task):
             },
             max_steps=60,
         ),
-        "standard": Preset(
+        v1=Preset(
             axes={
                 "depth": [1, 2],
                 "width": [32, 64],
@@ -42,7 +42,18 @@ class Digits(Task):
             },
             max_steps=300,
         ),
-    }
+        standard={
+            "depth": [1, 2],
+            "width": [32, 64],
+            "lr": [3e-3, 1e-2],
+            "weight_decay": [0.0, 0.1],
+            "train_size": [75, 200, 600],
+            "seed": [0, 1, 2],
+        },
+        max_steps=500,
+        size_axis="train_size",
+        fixed=200,
+    )
 
     def data(self) -> Data:
         import torch
@@ -75,7 +86,7 @@ class Digits(Task):
     def build(self, depth: int, width: int, num_classes: int) -> Any:
         from transformers import ViTConfig, ViTForImageClassification
 
-        cfg = ViTConfig(
+        cfg = ViTConfig(  # type: ignore[call-arg]  # num_labels: a **kwargs field
             image_size=8,
             patch_size=2,
             num_channels=1,

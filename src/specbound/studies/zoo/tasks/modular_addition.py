@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Data, Preset, Task, bert_classifier, permutation
+from .base import Data, Preset, Task, bert_classifier, permutation, standard_presets
 
 P = 23
 
@@ -19,8 +19,8 @@ class ModularAddition(Task):
     name = "modular-addition"
     description = f"a + b mod {P} from tokens [=, a, b] (grokking setup); BERT classifier"
     size_axis = "train_fraction"
-    presets = {
-        "tiny": Preset(
+    presets = standard_presets(
+        tiny=Preset(
             axes={
                 "depth": [1],
                 "width": [32],
@@ -31,7 +31,7 @@ class ModularAddition(Task):
             },
             max_steps=60,
         ),
-        "standard": Preset(
+        v1=Preset(
             axes={
                 "depth": [1, 2],
                 "width": [64, 128],
@@ -42,7 +42,18 @@ class ModularAddition(Task):
             },
             max_steps=400,
         ),
-    }
+        standard={
+            "depth": [1, 2],
+            "width": [64, 128],
+            "lr": [1.5e-3, 3e-3],
+            "weight_decay": [0.0, 0.3],
+            "train_fraction": [0.3, 0.6, 0.9],
+            "seed": [0, 1, 2],
+        },
+        max_steps=2000,
+        size_axis="train_fraction",
+        fixed=0.6,
+    )
 
     def data(self) -> Data:
         import torch

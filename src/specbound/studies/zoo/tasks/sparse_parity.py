@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Data, Preset, Task, bert_classifier, permutation
+from .base import Data, Preset, Task, bert_classifier, permutation, standard_presets
 
 T = 12
 POSITIONS = (1, 5, 10)
@@ -21,8 +21,8 @@ class SparseParity(Task):
     name = "sparse-parity"
     description = f"parity of bits {list(POSITIONS)} of {T}-bit strings; BERT classifier"
     size_axis = "train_size"
-    presets = {
-        "tiny": Preset(
+    presets = standard_presets(
+        tiny=Preset(
             axes={
                 "depth": [1],
                 "width": [32],
@@ -33,7 +33,7 @@ class SparseParity(Task):
             },
             max_steps=60,
         ),
-        "standard": Preset(
+        v1=Preset(
             axes={
                 "depth": [1, 2],
                 "width": [32, 64],
@@ -44,7 +44,18 @@ class SparseParity(Task):
             },
             max_steps=1500,
         ),
-    }
+        standard={
+            "depth": [1, 2],
+            "width": [32, 64],
+            "lr": [1e-3, 3e-3],
+            "weight_decay": [0.0, 0.1],
+            "train_size": [128, 384, 1152],
+            "seed": [0, 1, 2],
+        },
+        max_steps=2000,
+        size_axis="train_size",
+        fixed=384,
+    )
 
     def data(self) -> Data:
         import torch

@@ -1,0 +1,139 @@
+"""``specbound analyze MODEL``: one checkpoint's spectra, both bound proxies and the measures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import Command, app, fail, handle_errors
+from .common import make_engine, print_json, progress_bar, resolve_model
+from .options import (
+    DEFAULT_ENGINE,
+    Device,
+    Engine,
+    GridM,
+    Json,
+    LPhi,
+    Mapping,
+    Model,
+    NoCache,
+    OptionalOut,
+    Prefix,
+    Quiet,
+    RayAddress,
+)
+
+#: The columns of the terminal tables, explained in ``analyze --help`` (SPEC names).
+GLOSSARY = """\b
+Columns of the tables:
+  p*            the first grid point p that minimises a matrix's contribution c(A, p)
+                (p* = 0: charged by rank only; p* = 2: by its Frobenius norm and scale)
+  grid m        p runs over {0, 1/m, ..., 2} (default m = ceil(L + ln max(N, 2)))
+  L_phi         the activation's Lipschitz constant
+  depth_factor  alpha(l), the depth factor of layer l (log10 in the tables)
+  xi            xi(l), the norm-based bound's term of layer l (log10_xi in layers.csv)
+  ceiling       the value when every matrix picks p* = 0: sum of sqrt(rank x N) plus sqrt(L),
+                the same for any full-rank checkpoint of that shape
+Both bounds are proxies: leading factors with constants dropped, not bounds on the test error.
+"""
+
+
+@app.command(cls=Command, epilog=GLOSSARY)
+@handle_errors
+def analyze(
+    model: Model,
+    out: OptionalOut = None,
+    grid_m: GridM = None,
+    l_phi: LPhi = None,
+    device: Device = None,
+    no_cache: NoCache = False,
+    mapping: Mapping = None,
+    report: Annotated[
+        bool, typer.Option("--report", help="Also write report.html into --out.")
+    ] = False,
+    esd: Annotated[
+        str,
+        typer.Option(
+            "--esd",
+            help="With --report: the raw weight matrices whose ESD (eigenvalues of W^T W, "
+            "log-log histogram with the fitted power law and x_min) is drawn: all, worst (the "
+            "few matrices whose htsr_alpha lies farthest outside WeightWatcher's 2..6 range), "
+            "or none.",
+        ),
+    ] = "worst",
+    as_json: Json = False,
+    quiet: Quiet = False,
+    measures: Annotated[
+        str | None,
+        typer.Option(
+            "--measures",
+            help="Comma-separated measures (see `specbound measures`).",
+            show_default="all",
+        ),
+    ] = None,
+    init: Annotated[
+        str | None,
+        typer.Option(
+            "--init",
+            help="Initialization checkpoint (same architecture): distance_from_init.",
+        ),
+    ] = None,
+    prefix: Prefix = None,
+    engine: Engine = DEFAULT_ENGINE,
+    ray_address: RayAddress = None,
+) -> None:
+    """Spectra of every QK, OV, M_in, M_out matrix, both bound proxies and every measure."""
+    from ..engines.sweep import analyze as run_analysis
+
+    eng = make_engine(engine, ray_address)
+
+    if esd not in ("all", "worst", "none"):
+        fail(f"--esd {esd}: expected all, worst or none")
+    if report and out is None:
+        fail("--report needs --out DIR to write report.html into")
+    if out is not None:
+        from ..io import check_output_dir
+
+        check_output_dir(out)  # refuse a foreign --out before the work, not after
+    if report:
+        from ..report.figures.style import require_matplotlib
+
+        require_matplotlib()
+    bar, update = progress_bar(quiet)
+    if bar is not None:
+        bar.start()
+    try:
+        result = run_analysis(
+            eng,
+            resolve_model(model),
+            l_phi=l_phi,
+            grid_m=grid_m,
+            device=device,
+            cache=not no_cache,
+            mapping=mapping,
+            progress=update,
+            name=model,
+            prefix=prefix,
+            measures=measures,
+            init=resolve_model(init) if init is not None else None,
+        )
+    finally:
+        if bar is not None:
+            bar.stop()
+    if out is not None:
+        extra = None
+        if report:
+            from ..report.pages.analysis import write_analysis_report
+
+            def extra(tmp: Path) -> None:  # the report joins the same atomic write
+                write_analysis_report(result, tmp, esd=esd)
+
+        result.to_dir(out, extra=extra)
+    if as_json:
+        print_json(result.summary())
+    elif not quiet:
+        from ..report.terminal import print_summary
+
+        print_summary(result, out=out, report=report)

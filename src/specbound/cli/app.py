@@ -1,0 +1,275 @@
+"""The ``specbound`` Typer app, its errors and exit codes (every command module registers here).
+
+Exit codes and messages (one line on stderr, never a traceback unless ``--debug``):
+
+- bad input (``SpecboundError`` and subclasses, usage errors such as ``--grid-m abc``):
+  ``error: ...``, exit 2; a library message naming a Python parameter (``grid_m must be ...``,
+  ``init=...``) names the command's flag instead (``--grid-m must be ...``);
+- a bug (any other exception): ``error: internal error (...)``, exit 1; ``specbound --debug
+  COMMAND`` (or ``SPECBOUND_DEBUG=1``) prints the traceback;
+- out of memory: one line, exit 1;
+- Ctrl-C: exit 130, SIGTERM: exit 143, after cleanup (no temp dirs left behind).
+
+New commands: a module in this package with ``@app.command(cls=Command)`` and
+``@handle_errors``, options from :mod:`.options`; write output dirs through
+``specbound.io.output_dir``; print user strings with rich only through ``rich.markup.escape``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from ..errors import SpecboundError
+
+try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
+    from typer._click import exceptions as _cx
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click import exceptions as _cx  # type: ignore[no-redef]
+    from click.globals import get_current_context  # type: ignore[no-redef]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Set by the global ``--debug`` flag (or SPECBOUND_DEBUG=1): print tracebacks of bugs.
+DEBUG = False
+
+#: ``-h`` and ``--help`` on the app and every command (click passes them down to subcommands).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def _flag_style(params: list[Any]) -> list[Any]:
+    """Boolean flags take no value: show them as ``--quiet``, not ``--quiet <bool>``."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class Group(TyperGroup):
+    """The app and its sub-apps (cache, zoo): flags shown without a type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flag_style(super().get_params(ctx))
+
+
+class Command(TyperCommand):
+    """Every command: flags shown without a type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _flag_style(super().get_params(ctx))
+
+
+def sub_app(help: str) -> typer.Typer:
+    """A command group (``specbound cache ...``) with the app's conventions."""
+    return typer.Typer(cls=Group, help=help, no_args_is_help=True, context_settings=CONTEXT)
+
+
+app = typer.Typer(
+    cls=Group,
+    add_completion=True,  # --install-completion / --show-completion
+    no_args_is_help=True,
+    help="Spectral complexity and generalization-bound proxies of trained Transformers.",
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+)
+cache_app = sub_app("The on-disk spectra cache.")
+app.add_typer(cache_app, name="cache")
+zoo_app = sub_app("Model zoos: grids of small Transformers trained offline.")
+app.add_typer(zoo_app, name="zoo")
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised by the CLI's SIGTERM handler, so that ``finally`` blocks clean up as on Ctrl-C."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _error_line(message: str) -> None:
+    sys.stderr.write(f"error: {' '.join(str(message).split())}\n")
+    sys.stderr.flush()
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one ``error:`` line and exit with ``code`` (2: bad input)."""
+    _error_line(message)
+    raise typer.Exit(code)
+
+
+#: Python parameter names of the library whose CLI flag has another name.
+_PARAM_ALIASES = {"address": "ray_address", "ray_address": "ray_address", "gap_kind": "gap"}
+
+
+def _current_flags() -> dict[str, str]:
+    """Python parameter name -> long flag (``grid_m`` -> ``--grid-m``) of the running command."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    flags = {}
+    for p in ctx.command.params:
+        longs = [o for o in getattr(p, "opts", []) if o.startswith("--")]
+        if longs and p.name:
+            flags[p.name] = longs[0]
+    for lib, cli in _PARAM_ALIASES.items():
+        if cli in flags:
+            flags.setdefault(lib, flags[cli])
+    return flags
+
+
+def flag_message(message: str, flags: dict[str, str] | None = None) -> str:
+    """A library message in the CLI's words: ``grid_m must be ...`` -> ``--grid-m must be ...``
+    and ``init=X`` -> ``--init X``, for the parameters that are flags of the command."""
+    flags = _current_flags() if flags is None else flags
+    text = " ".join(str(message).split())
+    for name, flag in sorted(flags.items(), key=lambda kv: -len(kv[0])):
+        n = re.escape(name)
+        text = re.sub(rf"(?<![\w.\-/]){n}=(?=\S)", flag + " ", text)
+        text = re.sub(rf"(?<![\w.\-/]){n}=", flag, text)
+        text = re.sub(
+            rf"(?:(?<=^)|(?<=[\s(\[,;:])){n}(?= (?:must|is|should|has|expects)\b)", flag, text
+        )
+        text = re.sub(rf"(?<=\boption ){n}\b", flag, text)
+    return text
+
+
+#: Allocation failures of torch and CUDA, which raise RuntimeError rather than MemoryError.
+_OOM_TEXT = ("can't allocate memory", "out of memory", "cannot allocate memory")
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, torch.OutOfMemoryError (CUDA) or torch's CPU allocator RuntimeError."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+
+
+def _debug() -> bool:
+    from .. import config
+
+    return DEBUG or config.debug()
+
+
+def _internal_error(exc: BaseException) -> int:
+    if _debug():
+        import traceback
+
+        traceback.print_exception(exc)
+    if _is_out_of_memory(exc):  # not a bug: the machine is too small for the request
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        _error_line(
+            f"out of memory ({first[:200]}); use a machine with more memory or a smaller model/grid"
+        )
+        return 1
+    _error_line(
+        f"internal error ({type(exc).__name__}: {exc}); please report it; rerun with "
+        "specbound --debug for the traceback"
+    )
+    return 1
+
+
+def handle_errors(fn: F) -> F:
+    """Bad input (SpecboundError) -> one ``error:`` line naming the flag, exit 2; out of memory
+    -> exit 1; Ctrl-C / SIGTERM -> exit 130 / 143 after cleanup; any other exception is a bug:
+    one line, exit 1 (traceback with ``--debug``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            fn(*args, **kwargs)  # a return value would become main()'s exit code: drop it
+            return None
+        except (typer.Exit, typer.Abort, _cx.ClickException):
+            raise
+        except SpecboundError as exc:
+            fail(flag_message(str(exc)))
+        except MemoryError:
+            fail("out of memory; analyze on a machine with more RAM", code=1)
+        except Terminated:
+            sys.stderr.write("terminated\n")
+            raise typer.Exit(143) from None
+        except KeyboardInterrupt:
+            sys.stderr.write("interrupted\n")
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            raise typer.Exit(1) from None
+        except Exception as exc:
+            raise typer.Exit(_internal_error(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    debug: bool = typer.Option(
+        False, "--debug", help="Print the traceback of internal errors (bugs)."
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        help="Print the specbound version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
+    """Spectral complexity and generalization-bound proxies of trained Transformers."""
+    global DEBUG
+    DEBUG = DEBUG or debug
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point: usage errors become one ``error:`` line too (exit 2)."""
+    global DEBUG
+    with contextlib.suppress(ValueError):  # not in the main thread: no handler
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    DEBUG = False
+    if "--debug" in options[1:]:  # `specbound analyze X --debug` works like `specbound --debug`
+        argv.remove("--debug")
+        DEBUG = True
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="specbound", standalone_mode=False)
+    except _cx.NoArgsIsHelpError as exc:
+        sys.stdout.write(exc.format_message() + "\n")
+        rv = 2
+    except _cx.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        _error_line(exc.format_message() + hint)
+        rv = 2
+    except _cx.ClickException as exc:
+        _error_line(exc.format_message())
+        rv = exc.exit_code
+    except typer.Abort:
+        _error_line("aborted")
+        rv = 1
+    except SpecboundError as exc:
+        _error_line(str(exc))
+        rv = 2
+    except Terminated:
+        sys.stderr.write("terminated\n")
+        rv = 143
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        rv = 130
+    except Exception as exc:
+        rv = _internal_error(exc)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,35 @@
+"""``specbound cache info|clear``: the on-disk spectra cache."""
+
+from __future__ import annotations
+
+import typer
+
+from .app import Command, cache_app, handle_errors
+from .common import print_json
+from .options import Json
+
+
+@cache_app.command("info", cls=Command)
+@handle_errors
+def cache_info(as_json: Json = False) -> None:
+    """Where the cache is and how much it holds."""
+    from ..io import cache
+
+    i = cache.info()
+    if as_json:
+        print_json({"path": str(i["path"]), "entries": i["entries"], "bytes": i["bytes"]})
+        return
+    typer.echo(f"{i['path']}: {i['entries']} entries, {i['bytes'] / 2**20:.1f} MiB")
+
+
+@cache_app.command("clear", cls=Command)
+@handle_errors
+def cache_clear(as_json: Json = False) -> None:
+    """Delete every cached spectrum."""
+    from ..io import cache
+
+    removed = cache.clear()
+    if as_json:
+        print_json({"path": str(cache.cache_dir()), "removed": removed})
+        return
+    typer.echo(f"removed {removed} entries from {cache.cache_dir()}")

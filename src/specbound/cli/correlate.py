@@ -1,0 +1,107 @@
+"""``specbound correlate ZOO``: does a measure predict generalization? (SPEC 10)"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import Command, app, fail, handle_errors
+from .common import clear_sweep_state, make_engine, print_json, sweep_state
+from .options import DEFAULT_ENGINE, Device, Engine, Json, NoCache, Quiet, RayAddress, out_option
+
+
+@app.command(cls=Command)
+@handle_errors
+def correlate(
+    zoo: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A zoo directory written by 'specbound zoo train' (reads ZOO/zoo.csv).",
+            show_default=False,
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest", help="zoo.csv: model, metrics, optional converged/init/train_size."
+        ),
+    ] = None,
+    out: Path = out_option("Write models.csv, correlation.csv, report."),
+    axes: Annotated[
+        str | None,
+        typer.Option(
+            "--axes", help="Hyperparameter columns: a,b,...", show_default="from the manifest"
+        ),
+    ] = None,
+    gap: Annotated[
+        str | None,
+        typer.Option(
+            "--gap",
+            help="accuracy (train-test) or loss (test-train).",
+            show_default="accuracy when present",
+        ),
+    ] = None,
+    include_unconverged: Annotated[
+        bool, typer.Option("--include-unconverged", help="Keep models with converged=false.")
+    ] = False,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Bootstrap draws for intervals.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    device: Device = None,
+    no_cache: NoCache = False,
+    quiet: Quiet = False,
+    as_json: Json = False,
+    engine: Engine = DEFAULT_ENGINE,
+    ray_address: RayAddress = None,
+) -> None:
+    """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
+    from ..io import check_output_dir
+    from ..report.figures.style import require_matplotlib
+    from ..report.pages.correlate import write_correlation
+    from ..studies.correlate import correlate as run_correlate
+
+    source = zoo if zoo is not None else manifest
+    if source is None or (zoo is not None and manifest is not None):
+        fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
+    eng = make_engine(engine, ray_address)
+    require_matplotlib()
+    check_output_dir(out)
+
+    def note(i: int, n: int, name: str, error: str | None) -> None:
+        if not quiet:
+            sys.stderr.write(f"[{i}/{n}] {name}" + (f": skipped: {error}" if error else "") + "\n")
+
+    result = run_correlate(
+        source,
+        axes=axes,
+        gap=gap,
+        include_unconverged=include_unconverged,
+        bootstrap=bootstrap,
+        seed=seed,
+        cache=not no_cache,
+        device=device,
+        on_model=note,
+        engine=eng,
+        **sweep_state(eng, out, quiet),
+    )
+    write_correlation(result, out)
+    clear_sweep_state(eng, out, result.skipped.empty)
+    if as_json:
+        print_json(
+            {
+                "out": str(out),
+                "n_models": len(result.models),
+                "gap": result.gap,
+                "axes": list(result.axes),
+                "correlation": result.correlation,
+                "skipped": result.skipped,
+            }
+        )
+    elif not quiet:
+        from ..report.terminal import print_correlation
+
+        print_correlation(result, out=out)

@@ -1,0 +1,45 @@
+"""``specbound trajectory TRACK``: the measures a tracker recorded during training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .app import Command, app, handle_errors
+from .common import print_json
+from .options import Json, out_option
+
+
+@app.command("trajectory", cls=Command)
+@handle_errors
+def trajectory_command(
+    track: Annotated[
+        Path,
+        typer.Argument(help="A tracker's out directory (holds track.csv).", show_default=False),
+    ],
+    out: Path = out_option("Write report.html, figures/, track.csv."),
+    gap: Annotated[
+        str, typer.Option("--gap", help="auto, acc (train-test) or loss (test-train).")
+    ] = "auto",
+    as_json: Json = False,
+) -> None:
+    """Measures recorded during training against step, with the generalization gap."""
+    from ..report.pages.trajectory import write_trajectory_report
+
+    write_trajectory_report(track, out, gap_kind=gap)
+    if as_json:
+        from ..report.pages.trajectory import milestones
+        from ..track import read_track
+
+        rows = read_track(out)
+        print_json(
+            {
+                "report": str(out / "report.html"),
+                "rows": len(rows),
+                "milestones": milestones(rows, gap),
+            }
+        )
+        return
+    typer.echo(f"wrote {out / 'report.html'}")

@@ -1,0 +1,169 @@
+"""Model sweeps on any engine: one ``analyze`` job per model, resumable, built on ``Engine.map``.
+
+    result = analyze_models(get_engine(name), models, names=..., analyze_kwargs={...},
+                            state_dir=records.state_dir_for(out))   # state_dir: resume
+    result.results   # Analysis or None per model, aligned with ``models``
+    result.skipped   # (label, reason) of each model that failed, in input order
+    result.analyses  # the analyses that exist, in input order
+
+Resume: with ``state_dir``, a model whose record (``records.RecordStore``) is there and verifies
+is not analyzed again (``on_resume(label)``); each result is written there by this process as it
+arrives, so a killed run loses only the models in flight.
+
+One model with the engine's own spectra (``--engine ray`` splits it by block): ``analyze``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecboundError
+from .base import Engine, JobError, Resources, closing_map
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+
+#: ``analyze`` options that are callables of this process: never shipped to a job.
+_LOCAL_ONLY = ("progress", "spectra_fn")
+
+
+@dataclass(frozen=True)
+class ModelJob:
+    """One sweep job: ``analyze(source, name=name, **kwargs)`` (picklable when ``source`` is a
+    path or hub id)."""
+
+    source: Any
+    name: str | None
+    kwargs: Mapping[str, Any]
+    label: str
+    index: int
+
+
+@dataclass
+class SweepResult:
+    """What ``analyze_models`` returns (module doc)."""
+
+    results: list[Analysis | None]
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def analyses(self) -> list[Analysis]:
+        return [a for a in self.results if a is not None]
+
+
+def run_model(model: Any, name: str | None, analyze_kwargs: Mapping[str, Any]) -> Analysis:
+    """What one sweep job runs: ``analysis.analyze(model, name=name, **analyze_kwargs)``."""
+    from ..analysis import analyze as run
+
+    return run(model, name=name, **analyze_kwargs)
+
+
+def _run_job(worker: Callable[..., Any], job: ModelJob) -> Any:
+    return worker(job.source, job.name, job.kwargs)
+
+
+def _resources(job: ModelJob) -> Resources:
+    from .sizes import task_memory
+
+    return Resources(memory=task_memory(job.source), label=job.label)
+
+
+def analyze_models(
+    engine: Engine,
+    models: Sequence[Any],
+    *,
+    names: Sequence[str | None] | None = None,
+    analyze_kwargs: Mapping[str, Any] | None = None,
+    per_model_kwargs: Sequence[Mapping[str, Any]] | None = None,
+    on_model: Callable[[int, int, str], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+    on_resume: Callable[[str], None] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    worker_fn: Callable[..., Any] | None = None,
+) -> SweepResult:
+    """``analyze`` over ``models`` on ``engine`` (module doc).
+
+    ``on_model(done, n, label)`` as each model finishes or is resumed; ``on_skip(label,
+    reason)`` for each model that failed (a ``SpecboundError`` in its job: bad input; or a
+    job the engine lost). ``per_model_kwargs[i]`` adds to ``analyze_kwargs`` for model i (e.g.
+    its ``init``). ``worker_fn(model, name, kwargs) -> Analysis`` replaces ``run_model`` in the
+    jobs (tests, custom pipelines; picklable for a distributed engine).
+    """
+    kw = {k: v for k, v in (analyze_kwargs or {}).items() if k not in _LOCAL_ONLY}
+    n = len(models)
+    if names is not None and len(names) != n:
+        raise SpecboundError(f"names has {len(names)} entries for {n} models; give one per model")
+    if per_model_kwargs is not None and len(per_model_kwargs) != n:
+        raise SpecboundError(
+            f"per_model_kwargs has {len(per_model_kwargs)} entries for {n} models; give one each"
+        )
+    if engine.distributed:
+        for m in models:
+            if not isinstance(m, (str, os.PathLike)):
+                raise SpecboundError(
+                    f"the {engine.name} engine reads each checkpoint in its worker: pass "
+                    f"directories or hub ids, not a {type(m).__name__}"
+                )
+    jobs = []
+    for i, m in enumerate(models):
+        name = names[i] if names is not None else None
+        extra = per_model_kwargs[i] if per_model_kwargs is not None else {}
+        source = os.fspath(m) if isinstance(m, os.PathLike) else m
+        jobs.append(ModelJob(source, name, {**kw, **extra}, str(name or m), i))
+
+    from .records import RecordStore, sweep_key
+
+    store = RecordStore(Path(state_dir)) if state_dir is not None else None
+    results: list[Analysis | None] = [None] * n
+    failures: dict[int, str] = {}
+    keys: list[str] = [""] * n
+    todo: list[ModelJob] = []
+    done = 0
+    for job in jobs:
+        if store is not None:
+            keys[job.index] = sweep_key(job.source, job.name, job.kwargs)
+            rec = store.load(keys[job.index], job)
+            if rec is not None:
+                results[job.index] = rec
+                done += 1
+                if on_resume is not None:
+                    on_resume(job.label)
+                if on_model is not None:
+                    on_model(done, n, job.label)
+                continue
+        todo.append(job)
+
+    fn = functools.partial(_run_job, worker_fn or run_model)
+    with closing_map(engine.map(fn, todo, resources=_resources)) as outcomes:
+        for job, out in outcomes:
+            if isinstance(out, JobError):
+                failures[job.index] = out.reason
+                if on_skip is not None:
+                    on_skip(job.label, out.reason)
+            else:
+                results[job.index] = out
+                if store is not None:
+                    store.store(keys[job.index], job.source, out)
+            done += 1
+            if on_model is not None:
+                on_model(done, n, job.label)
+    skipped = [(jobs[i].label, failures[i]) for i in sorted(failures)]
+    return SweepResult(results, skipped)
+
+
+def analyze(engine: Engine, model: Any, **analyze_kwargs: Any) -> Analysis:
+    """``analysis.analyze(model, **analyze_kwargs)`` with the spectra computed the engine's way
+    (``Engine.spectra_fn``; the same numbers as the local block loop)."""
+    from ..analysis import analyze as run
+
+    fn = engine.spectra_fn(
+        mapping=analyze_kwargs.get("mapping"), prefix=analyze_kwargs.get("prefix")
+    )
+    if fn is not None:
+        analyze_kwargs = {**analyze_kwargs, "spectra_fn": fn}
+    return run(model, **analyze_kwargs)

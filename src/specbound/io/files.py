@@ -1,0 +1,201 @@
+"""Generic file guards used by every reader and writer: regular files only, bounded reads,
+strict JSON in (no duplicate keys) and out (no NaN/Infinity tokens), atomic single-file writes.
+
+Readers: :func:`check_regular_file` (a FIFO would block forever, a directory is no file),
+:func:`read_small_file` (at most ``MAX_JSON_BYTES``), :func:`parse_json` (duplicate keys
+refused; one-line errors naming the file).
+
+Writers: :func:`json_safe` / :func:`dumps_json` / :func:`write_json` never emit ``NaN`` or
+``Infinity`` (invalid JSON): a non-finite float is written ``null``; where a value may lie beyond
+float64 the caller keeps its log10 beside it (SPEC 6). :func:`atomic_file` and
+:func:`atomic_write_text` write a temp file beside the target and rename it over the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import CheckpointError, SpecboundError
+
+#: Largest config.json / shard index read (real ones are kilobytes to a few megabytes): a
+#: multi-gigabyte "config" is refused before it is read into memory.
+MAX_JSON_BYTES = 64 * 2**20
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def parse_json(text: str | bytes, what: str, error: type[SpecboundError] = CheckpointError) -> Any:
+    """``text`` parsed as JSON, duplicate object keys refused; failures as one-line ``error``.
+
+    ``what`` names the file in the message. Deep nesting (RecursionError) counts as invalid.
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise error(f"{what} has the key '{exc.key}' twice; fix or re-download it") from None
+    except UnicodeDecodeError:
+        raise error(f"{what} is not UTF-8 text; fix or re-download it") from None
+    except RecursionError:
+        raise error(
+            f"{what} is nested too deeply to be valid JSON; fix or re-download it"
+        ) from None
+    except ValueError as exc:
+        first = (str(exc).strip().splitlines() or ["invalid JSON"])[0]
+        raise error(f"{what} is not valid JSON ({first}); fix or re-download it") from None
+
+
+def check_regular_file(
+    path: Path,
+    what: str = "file",
+    advice: str = "pass a checkpoint directory of ordinary files",
+    error: type[SpecboundError] = CheckpointError,
+) -> None:
+    """Refuse FIFOs, devices, sockets and directories before opening (a FIFO blocks forever).
+
+    The message names ``path``, what it is, and ends with ``advice`` (what to do instead).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device or special file"
+        )
+        raise error(f"{path} is {kind}, not a regular {what}; {advice}")
+
+
+def read_small_file(
+    path: Path,
+    what: str,
+    error: type[SpecboundError] = CheckpointError,
+    limit: int = MAX_JSON_BYTES,
+) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (else one-line ``error``)."""
+    check_regular_file(path, what)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise error(
+            f"{path} is larger than {limit // 2**20} MiB, too large for a {what}; "
+            "fix or re-download it"
+        )
+    return data
+
+
+def is_count(x: Any) -> bool:
+    """A JSON non-negative integer (not a bool, not a float)."""
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def file_stamp(path: Path) -> str:
+    """``resolved path:size:mtime_ns:ctime_ns:inode``: changes whenever the file may have."""
+    st = path.stat()
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+# --- strict JSON out ------------------------------------------------------------------------
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every value JSON can hold strictly: non-finite floats -> None, numpy scalars
+    and arrays -> Python numbers and lists, tuples -> lists, paths -> strings. Mapping keys must
+    be strings (or numbers, written as JSON does)."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    tolist = getattr(obj, "tolist", None)  # numpy scalars and arrays
+    if callable(tolist):
+        return json_safe(tolist())
+    if hasattr(obj, "item"):
+        return json_safe(obj.item())
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def dumps_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """Strict JSON text of ``json_safe(obj)``: never ``NaN``/``Infinity`` (json's default)."""
+    return json.dumps(json_safe(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The canonical bytes of a strict-JSON value (sorted keys, no spaces, ASCII): what a
+    checksum of a JSON body is taken over. Non-finite floats raise ValueError (never nulled:
+    a checksummed body must say exactly what it holds)."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    ).encode("ascii")
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 1) -> None:
+    """Write ``dumps_json(obj)`` plus a newline to ``path`` atomically (see atomic_file)."""
+    atomic_write_text(path, dumps_json(obj, indent=indent) + "\n")
+
+
+# --- atomic single files ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
+    """Yield a file object on a temp file beside ``path``; on success it is renamed to ``path``.
+
+    On any error the temp file is removed and ``path`` is left as it was. OSErrors propagate
+    (callers decide whether a failed write matters, e.g. the cache ignores it).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=path.suffix or ".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """``text`` (UTF-8) written to ``path`` through :func:`atomic_file`."""
+    with atomic_file(path, "w") as fh:
+        fh.write(text)

@@ -1,0 +1,157 @@
+"""The power-law fit of heavy-tailed self-regularization (Martin & Mahoney 2021; SPEC 9).
+
+lambda_1 <= ... <= lambda_n: the squared singular values of W above the rank threshold of SPEC 3;
+alpha(W) is undefined when n < 20. For each candidate i = 1..n-1 (x_min = lambda_i, tail size
+t = n - i + 1), the Clauset-Shalizi-Newman maximum-likelihood fit and its Kolmogorov distance:
+
+    alpha_i = 1 + t / sum_{j >= i} ln(lambda_j / lambda_i)
+    D_i     = max_{j >= i} | 1 - (lambda_j / lambda_i)^(1 - alpha_i) - (j - i) / t |
+
+(D_i is taken as 1, its largest possible value, when alpha_i <= 1.) alpha(W) = alpha_i at the
+first i minimizing D_i, as WeightWatcher 0.7.7 computes its default ``alpha``. The fits of a
+model's raw weights are computed once per ``MeasureInput`` (``weight_fits``) and shared by
+``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..linalg.spectra import rank_threshold
+from .base import MeasureInput, MeasureValue
+
+#: alpha(W) needs at least this many eigenvalues above the rank threshold.
+MIN_EIGENVALUES = 20
+#: Rows of the (candidates x eigenvalues) work array per chunk (bounds memory at ~32 MiB).
+_CHUNK_ENTRIES = 4 * 1024 * 1024
+#: Candidates per chunk: small chunks skip most of the j < i half of the square.
+_CHUNK_ROWS = 64
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """alpha, x_min, D and tail size of one matrix's fit (all None when undefined)."""
+
+    alpha: float | None
+    xmin: float | None
+    D: float | None
+    num_tail: int | None
+    lambda_max: float | None
+    num_eigenvalues: int
+    #: log10 lambda_max, kept when lambda_max itself is beyond float64 (then inf)
+    log10_lambda_max: float | None = None
+
+    @property
+    def log10_lmax(self) -> float | None:
+        """log10 lambda_max (None for no eigenvalue), also beyond float64."""
+        if self.lambda_max is not None and math.isfinite(self.lambda_max):
+            return math.log10(self.lambda_max) if self.lambda_max > 0 else None
+        return self.log10_lambda_max
+
+
+def power_law_fit(
+    eigenvalues: np.ndarray, log_eigenvalues: np.ndarray | None = None
+) -> PowerLawFit:
+    """The fit above on positive eigenvalues (any order); undefined below MIN_EIGENVALUES.
+
+    ``log_eigenvalues`` (natural logs) replaces ``eigenvalues`` when they exceed float64 (the
+    squares of singular values above ~1e154): the fit only reads logs; x_min and lambda_max are
+    then inf, with ``log10_lambda_max`` kept.
+    """
+    if log_eigenvalues is not None:
+        x = np.sort(np.asarray(log_eigenvalues, dtype=np.float64))
+        with np.errstate(over="ignore"):
+            lam = np.exp(x)
+    else:
+        lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
+    n = lam.size
+    lmax = float(lam[-1]) if n else None
+    log10_lmax = float(x[-1] / math.log(10.0)) if log_eigenvalues is not None and n else None
+    if n < MIN_EIGENVALUES:
+        return PowerLawFit(None, None, None, None, lmax, n, log10_lmax)
+    if log_eigenvalues is None:
+        x = np.log(lam)
+    m = n - 1  # candidates i = 0..n-2 (0-based)
+    t = (n - np.arange(m)).astype(np.float64)
+    tail_sum = np.cumsum(x[::-1])[::-1][:m]  # sum_{j >= i} ln lambda_j
+    with np.errstate(divide="ignore"):
+        alphas = 1.0 + t / (tail_sum - t * x[:m])
+    ds = np.ones(m)
+    ok = np.flatnonzero(alphas > 1.0)
+    rows = max(1, min(_CHUNK_ROWS, _CHUNK_ENTRIES // n))
+    for r0 in range(0, ok.size, rows):
+        idx = ok[r0 : r0 + rows]
+        j = np.arange(idx[0], n)  # columns j >= the chunk's first candidate (a triangle)
+        # cells with j < i are clipped to ln(lambda_j / lambda_i) = 0 and (j - i)/t = 0, where
+        # the deviation is |1 - 1 - 0| = 0 <= every real one: no mask needed
+        d = x[j][None, :] - x[idx][:, None]
+        np.maximum(d, 0.0, out=d)
+        d *= (1.0 - alphas[idx])[:, None]
+        np.exp(d, out=d)  # (lambda_j / lambda_i)^(1 - alpha_i); alpha_i > 1, no overflow
+        frac = (j[None, :] - idx[:, None]) / t[idx][:, None]
+        np.maximum(frac, 0.0, out=frac)
+        d += frac
+        np.subtract(1.0, d, out=d)
+        np.abs(d, out=d)
+        ds[idx] = d.max(axis=1)
+    i = int(np.argmin(ds))
+    alpha = float(alphas[i])
+    return PowerLawFit(
+        alpha if math.isfinite(alpha) else None,
+        float(lam[i]),
+        float(ds[i]),
+        int(n - i),
+        lmax,
+        n,
+        log10_lmax,
+    )
+
+
+def weight_fit(singular_values: np.ndarray, k: int) -> PowerLawFit:
+    """The fit of a matrix from its singular values (descending) and k = min(rows, cols)."""
+    sv = np.asarray(singular_values, dtype=np.float64)
+    kept = sv[sv > rank_threshold(k, sv[0])] if sv.size else sv
+    with np.errstate(over="ignore"):
+        lam = kept * kept
+    if np.all(np.isfinite(lam)) or not np.all(np.isfinite(kept)):
+        return power_law_fit(lam)
+    return power_law_fit(lam, log_eigenvalues=2.0 * np.log(kept))  # squares beyond float64
+
+
+def weight_fits(x: MeasureInput) -> list[PowerLawFit]:
+    """The fit of every raw weight matrix of ``x`` (memoized on ``x``)."""
+
+    def fits() -> list[PowerLawFit]:
+        w = x.weights
+        return [
+            weight_fit(w.singular_values(i), int(min(w.rows[i], w.cols[i]))) for i in range(len(w))
+        ]
+
+    return x.memo("htsr_fits", fits)
+
+
+def mean_alpha(x: MeasureInput, weighted: bool) -> MeasureValue:
+    fits = weight_fits(x)
+    vals = []
+    for f in fits:
+        if f.alpha is None:
+            continue
+        if not weighted:
+            vals.append(f.alpha)
+        elif f.log10_lmax is not None:
+            vals.append(f.alpha * f.log10_lmax)
+    skipped = len(fits) - len(vals)
+    note = (
+        (
+            f"{skipped} of {len(fits)} matrices with < {MIN_EIGENVALUES} eigenvalues above the "
+            "rank threshold skipped"
+        )
+        if skipped
+        else None
+    )
+    if not vals:
+        return MeasureValue(None, note or "no weight matrices")
+    return MeasureValue(float(np.mean(vals)), note)

@@ -1,0 +1,229 @@
+"""Figures of a scaling study: growth of both proxies against N and L with the fitted lines of
+growth.csv and their slopes, both proxies per model, norms against N. Each draws what the Study
+holds (models.csv, growth.csv, the analyses); the fitted lines are growth.csv's OLS fits drawn
+through their group means (an OLS line passes through the means), nothing is refitted."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .style import (
+    PROXY_COLORS,
+    PROXY_LABELS,
+    SYMBOL,
+    WIDTH,
+    Figure,
+    axis_label,
+    plain_log_axis,
+    require_matplotlib,
+    save,
+    styled,
+    value_ticks,
+)
+
+if TYPE_CHECKING:
+    from ...studies.scale.run import Study
+
+MATRIX_TYPES = ("QK", "OV", "M_in", "M_out")
+#: the slope drawn along each axis: exponent in N (log-log), log10 per unit in L
+AXIS_SLOPE = {"hidden_size": "exponent", "num_layers": "log10_per_unit"}
+
+
+def _proxy_column(models: Any, proxy: str) -> str | None:
+    for col in (f"{proxy}_log10", proxy):
+        if col in models.columns:
+            return col
+    return None
+
+
+def _slope(growth: Any, proxy: str, axis: str, z: Any) -> float | None:
+    """growth.csv's per-fixed slope of ``proxy`` along ``axis`` at fixed value ``z``."""
+    if growth is None or growth.empty:
+        return None
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    rows = growth[
+        (growth[name_col] == proxy)
+        & (growth["axis"] == axis)
+        & (growth["fit"] == "per_fixed")
+        & (growth["fixed_value"].astype(float) == float(z))
+    ]
+    if rows.empty:
+        return None
+    v = float(rows[AXIS_SLOPE[axis]].iloc[0])
+    return v if math.isfinite(v) else None
+
+
+@styled
+def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
+    """Both proxies against ``axis`` at each fixed value of the other axis, each curve divided by
+    its value at the smallest ``axis`` value, with growth.csv's fitted line (dashed) and slope;
+    the two panels share one log y axis."""
+    plt = require_matplotlib()
+    other = "num_layers" if axis == "hidden_size" else "hidden_size"
+    m = study.models
+    proxies = [(p, c) for p in PROXY_LABELS if (c := _proxy_column(m, p)) is not None]
+    groups = [(z, g.sort_values(axis)) for z, g in m.groupby(other) if g[axis].nunique() >= 2]
+    if not groups or not proxies:
+        return None
+    sym, osym = SYMBOL[axis], SYMBOL[other]
+    curves = {
+        (p, z): (g[axis].to_numpy(dtype=float), g[c].to_numpy(dtype=float) - float(g[c].iloc[0]))
+        for p, c in proxies
+        for z, g in groups
+    }
+    ds = np.concatenate([d for _, d in curves.values()])
+    ds = ds[np.isfinite(ds)]
+    as_ratio = ds.size > 0 and float(np.max(np.abs(ds))) < 300
+    fig, axes = plt.subplots(
+        1, len(proxies), figsize=(WIDTH, 4.4), sharey=True, squeeze=False, layout="constrained"
+    )
+    cmap = plt.get_cmap("viridis")
+    unit = "exponent" if axis == "hidden_size" else "log10 per layer"
+    for ax, (proxy, _col) in zip(axes[0], proxies, strict=True):
+        for i, (z, _g) in enumerate(groups):
+            x, d = curves[(proxy, z)]
+            color = cmap(i / max(len(groups) - 1, 1) * 0.85)
+            b = _slope(study.growth, proxy, axis, z)
+            label = f"{osym} = {z}" + (f": slope {b:.2f}" if b is not None else "")
+            ax.plot(x, 10.0**d if as_ratio else d, marker="o", ms=5, lw=0, color=color, label=label)
+            if b is not None:
+                u = np.log10(x) if axis == "hidden_size" else x
+                ok = np.isfinite(d)
+                xs = np.linspace(u[ok].min(), u[ok].max(), 30)
+                line = d[ok].mean() + b * (xs - u[ok].mean())
+                xx = 10.0**xs if axis == "hidden_size" else xs
+                ax.plot(xx, 10.0**line if as_ratio else line, ls="--", lw=1.4, color=color)
+        ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
+        ax.set_xlabel(axis_label(sym, log=axis == "hidden_size"))
+        ax.grid(True, which="major", alpha=0.3)
+        value_ticks(ax, "x", m[axis].unique(), log2=axis == "hidden_size")
+        ax.legend(
+            title=f"fixed {osym} ({unit})",
+            loc="upper left",
+            frameon=False,
+            fontsize=10,
+            title_fontsize=10,
+        )
+    if as_ratio:
+        plain_log_axis(axes[0][0], "y", float(10.0 ** ds.min()), float(10.0 ** ds.max()))
+        axes[0][0].set_ylabel(axis_label(f"B / B at smallest {sym}", log=True))
+        how = "log y axis shared by both panels"
+    else:
+        axes[0][0].set_ylabel(f"log10 (B / B at smallest {sym})")
+        how = "y axis (log10 of the ratio) shared by both panels"
+    fig.suptitle(f"Growth with {sym} at fixed {osym}")
+    slope_text = (
+        "dashed: the fitted power law of growth.csv (slope = exponent of N)"
+        if axis == "hidden_size"
+        else "dashed: the fitted exponential of growth.csv (slope = log10 of B per layer)"
+    )
+    return save(
+        fig,
+        out_dir,
+        f"growth_vs_{axis}",
+        f"Both proxies against {sym}",
+        f"Each colour is one fixed {osym}, divided by its value at the smallest {sym}; "
+        f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}.",
+    )
+
+
+@styled
+def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
+    """log10 of both proxies per model (absolute values), one bar pair per model."""
+    plt = require_matplotlib()
+    m = study.models
+    proxies = [(p, c) for p in PROXY_LABELS if (c := _proxy_column(m, p)) is not None]
+    if not proxies or m.empty:
+        return None
+    labels = [f"L{r.num_layers} N{r.hidden_size}" for r in m.itertuples()]
+    x = np.arange(len(m))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.9), layout="constrained")
+    w = 0.8 / len(proxies)
+    for j, (proxy, col) in enumerate(proxies):
+        ax.bar(
+            x + (j - (len(proxies) - 1) / 2) * w,
+            m[col].to_numpy(dtype=float),
+            w,
+            label=PROXY_LABELS[proxy],
+            color=PROXY_COLORS[proxy],
+        )
+    ax.set_xticks(x)
+    ax.set_xticklabels(
+        labels,
+        rotation=60 if len(m) > 8 else 0,
+        ha="right" if len(m) > 8 else "center",
+        fontsize=10,
+    )
+    ax.set_ylabel("log10 B")
+    ax.set_title("Both proxies per model")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(frameon=False)
+    return save(
+        fig,
+        out_dir,
+        "proxies_per_model",
+        "Both proxies per model",
+        "Absolute values, log10 B (proxies: constants dropped); models ordered by L, then N.",
+    )
+
+
+def study_figures(study: Study, out_dir: Path) -> list[Figure]:
+    """The paper's growth figures (vs N at fixed L, vs L at fixed N) plus absolute values."""
+    figs = [
+        growth_figure(study, "hidden_size", out_dir),
+        growth_figure(study, "num_layers", out_dir),
+        absolute_figure(study, out_dir),
+    ]
+    return [f for f in figs if f is not None]
+
+
+@styled
+def norm_scaling_figure(
+    study: Study, out_dir: Path, num_layers: int | None = None
+) -> Figure | None:
+    """(2,1), (1,1) and spectral norms (mean over matrices of each type) against N at fixed L."""
+    plt = require_matplotlib()
+    if not study.analyses:
+        return None
+    L = num_layers if num_layers is not None else min(a.spec.num_layers for a in study.analyses)
+    sel = sorted(
+        (a for a in study.analyses if a.spec.num_layers == L), key=lambda a: a.spec.hidden_size
+    )
+    if len(sel) < 2:
+        return None
+    ns = [a.spec.hidden_size for a in sel]
+    fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 3.6), layout="constrained")
+    for ax, (col, label) in zip(
+        axes,
+        [("norm_21", "(2,1) norm"), ("norm_11", "(1,1) norm"), ("spectral_norm", "spectral norm")],
+        strict=True,
+    ):
+        allv = []
+        for t, name in enumerate(MATRIX_TYPES):
+            vals = []
+            for a in sel:
+                v = getattr(a.spectra, col)
+                vals.append(float(np.mean(v[a.spectra.matrix_type == t])))
+            allv += vals
+            ax.plot(ns, vals, marker="o", ms=4, label=name, color=f"C{t}")
+        value_ticks(ax, "x", ns, log2=True)
+        pos = [v for v in allv if v > 0 and math.isfinite(v)]
+        if pos:
+            plain_log_axis(ax, "y", min(pos), max(pos))
+        ax.set_xlabel(axis_label("N", log=True))
+        ax.set_title(label)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(axis_label("mean norm", log=True))
+    axes[0].legend(frameon=False)
+    fig.suptitle(f"Norms against N at L = {L} (mean per matrix)")
+    return save(
+        fig,
+        out_dir,
+        f"norm_scaling_L{L}",
+        f"Norms against N at L = {L}",
+        "Mean over the matrices of each type; log-log axes.",
+    )

@@ -1,0 +1,294 @@
+"""The one figure style of every report (matplotlib, Agg backend, imported lazily).
+
+Every figure is written as PNG at 200 dpi (embedded in report.html), PDF (fonts embedded as
+TrueType) and SVG with editable text, each through a temporary file and a rename, so a figure
+file is either complete or absent. Wide figures are 9 inches, small multiples 4.6 inches, all
+with 12-14 pt text: readable when a 900-px page scales them down and in a two-column PDF.
+Axis labels carry units and say "(log scale)" on log axes (:func:`axis_label`). Labels are plain
+text: mathtext is off (``text.parse_math = False``), so a user string such as ``$\\foo$`` is
+drawn as written and cannot break a figure; tick labels use Unicode superscripts (10⁵).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ...errors import SpecboundError
+
+DPI = 200
+WIDTH = 9.0  # inches: a full-width figure
+SMALL = 4.6  # inches: one of a grid of small multiples
+FORMATS = ("png", "pdf", "svg")
+STYLE = {
+    "svg.fonttype": "none",
+    "pdf.fonttype": 42,
+    "text.parse_math": False,
+    "text.usetex": False,
+    "font.family": "DejaVu Sans",
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "figure.titlesize": 14,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "savefig.dpi": DPI,
+}
+PROXY_LABELS = {"spectrum_adaptive": "spectrum-adaptive", "norm_based": "norm-based"}
+PROXY_COLORS = {"spectrum_adaptive": "#1f5fa8", "norm_based": "#c0392b"}
+SYMBOL = {"hidden_size": "N", "num_layers": "L"}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@dataclass
+class Figure:
+    """One saved figure: a stem, a title for the report and its files (PNG, SVG, PDF)."""
+
+    name: str
+    title: str
+    png: Path
+    vector: Path
+    caption: str = ""
+    pdf: Path | None = None
+
+    def vectors(self) -> list[Path]:
+        """The vector versions (PDF and SVG)."""
+        return [p for p in (self.pdf, self.vector) if p is not None]
+
+
+def require_matplotlib() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a one-line error naming the extra."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise SpecboundError(
+            "figures and reports need matplotlib; install the plot extra: "
+            "pip install 'specbound[plot]'"
+        ) from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def styled(fn: _F) -> _F:
+    """Run a figure function under the house style (fonts, plain-text labels, dpi)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        plt = require_matplotlib()
+        with plt.rc_context(STYLE):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            meta: dict[str, Any] | None = None
+            if fmt in ("svg", "pdf"):
+                meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
+            fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def file_stem(name: str) -> str:
+    """``name`` as a safe file stem: characters other than letters, digits, ``._-`` become
+    ``_`` and, when any changed, 8 hex digits of its SHA-256 keep distinct names distinct."""
+    import hashlib
+
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", str(name)).lstrip(".") or "figure"
+    if stem != name:
+        stem = f"{stem[:60]}_{hashlib.sha256(str(name).encode()).hexdigest()[:8]}"
+    return stem
+
+
+def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
+    """Write ``name``.png, ``name``.pdf and ``name``.svg into ``out_dir`` (``name`` made a safe
+    file stem, :func:`file_stem`); close the figure."""
+    plt = require_matplotlib()
+    name = file_stem(name)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {f: out_dir / f"{name}.{f}" for f in FORMATS}
+    try:
+        with plt.rc_context(STYLE):
+            for f, p in paths.items():
+                _atomic_savefig(fig, p, f)
+    finally:
+        plt.close(fig)
+    return Figure(name, title, paths["png"], paths["svg"], caption, paths["pdf"])
+
+
+def axis_label(quantity: str, unit: str | None = None, log: bool = False) -> str:
+    """``quantity [unit] (log scale)``: the one way an axis is labelled."""
+    text = quantity + (f" [{unit}]" if unit else "")
+    return text + (" (log scale)" if log else "")
+
+
+# --- ticks -----------------------------------------------------------------------------------
+
+_SUP = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _pow10(k: int) -> str:
+    return "10" + str(k).translate(_SUP)
+
+
+def plain_number(v: float) -> str:
+    """A tick label: 0.5, 2, 150, 3000, 25,000; powers of ten beyond as 10⁵ (plain text),
+    others as 1.5e+07."""
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else ""
+    e = math.log10(abs(v))
+    exact = abs(e - round(e)) < 1e-9
+    if 1e-3 <= abs(v) < 1e4:
+        return f"{v:.4g}"
+    if exact:
+        return ("-" if v < 0 else "") + _pow10(round(e))
+    if 1e4 <= abs(v) < 1e7:
+        return f"{v:,.0f}"
+    return f"{v:.2g}"
+
+
+def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> list[float]:
+    """Explicit ticks for a log axis over [lo, hi] (lo > 0): 1-2-5 steps within two decades,
+    powers of ten (thinned to at most ``max_ticks``) beyond."""
+    lo, hi = float(lo), float(hi)
+    if not (lo > 0 and hi >= lo):
+        return []
+    decades = math.log10(hi / lo) if hi > lo else 0.0
+    e0, e1 = math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1
+    for mant in ((1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8), (1, 1.5, 2, 3, 5, 7), (1, 2, 5), (1,)):
+        if decades > 2.5 and mant != (1,):
+            continue
+        ticks = [m * 10.0**e for e in range(e0, e1 + 1) for m in mant]
+        ticks = [t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)]
+        if 2 <= len(ticks) <= max_ticks:
+            return ticks
+    ticks = [10.0**e for e in range(e0, e1 + 1) if lo <= 10.0**e <= hi]
+    step = max(1, math.ceil(len(ticks) / max_ticks))
+    ticks = ticks[::step]
+    if len(ticks) < 2:
+        ticks = sorted({lo, hi})
+    return ticks
+
+
+def plain_log_axis(ax: Any, which: str, lo: float, hi: float, max_ticks: int = 8) -> None:
+    """Log scale on ``which`` ("x" or "y") with explicit plain ticks over [lo, hi]."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    pad = (hi / lo) ** 0.06 if hi > lo else 1.15
+    lim = (lo / pad, hi * pad)
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log")
+    (ax.set_ylim if which == "y" else ax.set_xlim)(*lim)
+    axis.set_major_locator(FixedLocator(log_ticks(*lim, max_ticks=max_ticks)))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+
+
+def value_ticks(ax: Any, which: str, values: Sequence[float], log2: bool = False) -> None:
+    """Ticks exactly at ``values`` (e.g. the N or L of the grid), plain labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    vals = sorted({float(v) for v in values})
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    if log2:
+        (ax.set_yscale if which == "y" else ax.set_xscale)("log", base=2)
+    if len(vals) > 12:  # keep every k-th so labels never collide
+        vals = vals[:: math.ceil(len(vals) / 12)]
+    axis.set_major_locator(FixedLocator(vals))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+
+
+def integer_axis(ax: Any, which: str, n: int, max_ticks: int = 16) -> None:
+    """Integer ticks 0..n-1, every k-th when n is large."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    step = max(1, math.ceil(n / max_ticks))
+    for k in (1, 2, 4, 5, 8, 10, 16, 20, 25, 50, 100):
+        if k >= step:
+            step = k
+            break
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    axis.set_major_locator(FixedLocator(list(range(0, n, step))))
+    axis.set_minor_locator(NullLocator())
+
+
+# --- shared pieces ---------------------------------------------------------------------------
+
+
+def pick_layers(num_layers: int, k: int = 4) -> list[int]:
+    """Up to ``k`` layers spread over the depth: first, last and evenly in between."""
+    if num_layers <= k:
+        return list(range(num_layers))
+    return sorted({round(float(x)) for x in np.linspace(0, num_layers - 1, k)})
+
+
+def layer_list(layers: Sequence[int], num_layers: int) -> str:
+    shown = ", ".join(str(l) for l in layers)
+    if len(layers) == num_layers:
+        return f"all {num_layers} layers ({shown})" if num_layers > 1 else "layer 0"
+    return f"layers {shown} of 0..{num_layers - 1}"
+
+
+def band(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Median, min and max over ragged rows (padded with NaN)."""
+    n = max(r.size for r in rows)
+    a = np.full((len(rows), n), np.nan)
+    for i, r in enumerate(rows):
+        a[i, : r.size] = r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(a, axis=0), np.nanmin(a, axis=0), np.nanmax(a, axis=0)
+
+
+def legend_below(fig: Any, axes: Any, ncol: int = 6) -> None:
+    """One legend for all panels, in a row under them (never over a curve)."""
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    if labels:
+        fig.legend(
+            [handles[k] for k in labels],
+            labels,
+            loc="outside lower center",
+            frameon=False,
+            ncol=min(len(labels), ncol),
+        )
+
+
+def layer_colors(layers: Sequence[int]) -> dict[int, Any]:
+    """One colour per layer: tab10 up to 10 layers, viridis beyond."""
+    plt = require_matplotlib()
+    if len(layers) <= 10:
+        cmap = plt.get_cmap("tab10")
+        return {l: cmap(i % 10) for i, l in enumerate(layers)}
+    cmap = plt.get_cmap("viridis")
+    return {l: cmap(i / max(len(layers) - 1, 1) * 0.9) for i, l in enumerate(layers)}

@@ -1,0 +1,382 @@
+"""The HTML layer of every report page: ONE escaper, ONE table renderer, ONE word for undefined.
+
+Every user-derived string (model path, axis name and value, task, measure label, metric name)
+reaches a page only through :func:`escape` (``html.escape`` with ``quote=True``). A page is
+self-contained: figures embedded as base64 PNG, inline CSS and a few lines of inline JS (click a
+column header to sort a table); no URL of any kind. Numbers are right-aligned with thousands
+separators, one format per quantity (:func:`fmt`), and a missing value is always written
+:data:`UNDEFINED`. No absolute filesystem path and no "inf" reaches a page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html as _html
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._version import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .figures.style import Figure
+
+#: The one way a page writes a value that is not defined (NaN, missing, not applicable).
+UNDEFINED = "undefined"
+#: How a page writes a positive value beyond the float64 range (its log10 is kept).
+BEYOND = "> 1.8e308"
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;
+max-width:1180px;padding:1.2em 1.6em;color:#1b1b1f;line-height:1.45}
+h1{font-size:1.55em;margin:.2em 0 .4em;overflow-wrap:anywhere}h2{font-size:1.2em;
+margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+.answer{background:#f3f6fb;border-left:4px solid #3b6fb6;padding:.7em 1.1em;margin:.6em 0 1.2em}
+.answer p{margin:.45em 0}.warn{color:#8a4b00}.lead{font-size:1.08em}
+.bounds{display:flex;gap:2em;flex-wrap:wrap;margin:.3em 0 .6em}
+.bound{font-size:1.0em}.bound b{font-size:1.15em}
+figure{margin:1.4em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.9em;color:#444;max-width:60em}
+.tw{max-height:75vh;overflow:auto;margin:.5em 0 1em;border:1px solid #ddd;max-width:100%;
+width:max-content}
+table{border-collapse:separate;border-spacing:0;font-size:.85em}
+th,td{border-right:1px solid #e3e3e3;border-bottom:1px solid #e3e3e3;padding:.25em .55em;
+text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+th{background:#eef1f5;cursor:pointer;user-select:none;position:sticky;top:0;z-index:1;
+white-space:normal;vertical-align:bottom;min-width:3.5em;max-width:10em;font-weight:600}
+th.asc:after{content:" \\25B2"}th.desc:after{content:" \\25BC"}
+td.txt,th.txt{text-align:left}tr:nth-child(even) td{background:#fafafa}
+td.txt{white-space:normal;max-width:34em;overflow-wrap:break-word}
+.note{color:#555;font-size:.9em}
+dl.gloss{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}
+dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
+.pager{font-size:.9em;margin:.2em 0}.pager button{margin-right:.4em}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:.6em}
+.grid figure{margin:.2em 0}.bad{color:#a4262c}
+"""
+
+JS = """
+document.querySelectorAll('table.sortable').forEach(function(t){
+  t.querySelectorAll('th').forEach(function(th,i){
+    th.addEventListener('click',function(){
+      var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows);
+      var asc=!th.classList.contains('asc');
+      t.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc');});
+      th.classList.add(asc?'asc':'desc');
+      rows.sort(function(r1,r2){
+        var a=r1.cells[i].getAttribute('data-v'),c=r2.cells[i].getAttribute('data-v');
+        var x=parseFloat(a),y=parseFloat(c);
+        var d=(!isNaN(x)&&!isNaN(y))?x-y:String(a).localeCompare(String(c),undefined,
+          {numeric:true});
+        return asc?d:-d;});
+      rows.forEach(function(r){b.appendChild(r);});
+      if(t.pager){t.pager(0);}
+    });
+  });
+});
+document.querySelectorAll('table.paged').forEach(function(t){
+  var size=parseInt(t.getAttribute('data-page'),10),p=t.previousElementSibling,cur=0;
+  var info=p.querySelector('span');
+  t.pager=function(k){var rows=t.tBodies[0].rows,n=Math.max(1,Math.ceil(rows.length/size));
+    cur=Math.min(Math.max(k,0),n-1);
+    for(var i=0;i<rows.length;i++){rows[i].style.display=
+      (i>=cur*size&&i<(cur+1)*size)?'':'none';}
+    info.textContent='rows '+(cur*size+1)+'-'+Math.min(rows.length,(cur+1)*size)+
+      ' of '+rows.length+' (page '+(cur+1)+' of '+n+')';};
+  p.querySelector('.prev').addEventListener('click',function(){t.pager(cur-1);});
+  p.querySelector('.next').addEventListener('click',function(){t.pager(cur+1);});
+  p.querySelector('.all').addEventListener('click',function(){
+    var rows=t.tBodies[0].rows;for(var i=0;i<rows.length;i++){rows[i].style.display='';}
+    info.textContent='all '+rows.length+' rows';});
+  t.pager(0);
+});
+"""
+
+#: Column labels in words; any other column shows its name with spaces for underscores.
+#: The depth factor is ``depth_factor`` (SPEC's alpha(l)); "alpha" alone is WeightWatcher's.
+LABELS = {
+    "matrix_type": "type",
+    "p_star": "p*",
+    "contribution": "contribution c*",
+    "log10_contribution": "log10 c*",
+    "spectral_norm": "spectral norm",
+    "frobenius_norm": "Frobenius norm",
+    "nuclear_norm": "nuclear norm",
+    "norm_21": "(2,1) norm",
+    "norm_11": "(1,1) norm",
+    "stable_rank": "stable rank",
+    "log10_alpha": "log10 depth_factor",
+    "alpha": "depth_factor",
+    "depth_factor": "depth_factor",
+    "log10_depth_factor": "log10 depth_factor",
+    "scale": "scale s",
+    "log10_scale": "log10 s",
+    "log10_xi": "log10 xi",
+    "contribution_total": "c* total",
+    "n_p0": "p*=0 (count)",
+    "n_p2": "p*=2 (count)",
+    "mean_p_star": "mean p*",
+    "num_layers": "L",
+    "hidden_size": "N",
+    "num_heads": "H",
+    "intermediate_size": "F",
+    "num_parameters": "parameters",
+    "spectrum_adaptive_log10": "log10 B spectrum-adaptive",
+    "norm_based_log10": "log10 B norm-based",
+    "share_p0": "share p*=0",
+    "spectrum_adaptive_share_p0": "share p*=0",
+    "spectrum_adaptive_ceiling_gap": "ceiling gap (log10)",
+    "log10_spectrum_adaptive_ceiling": "log10 ceiling",
+    "spectrum_adaptive": "spectrum-adaptive (log10 B)",
+    "norm_based": "norm-based (log10 B)",
+    "share_p2": "share p*=2",
+    "fixed_axis": "fixed axis",
+    "fixed_value": "fixed value",
+    "exponent_se": "exponent SE",
+    "log10_per_unit": "log10 per unit",
+    "log10_per_unit_se": "per unit SE",
+    "n_points": "models",
+    "htsr_alpha": "HTSR alpha",
+    "htsr_alpha_weighted": "HTSR alpha weighted",
+    "htsr_xmin": "HTSR x_min",
+    "htsr_D": "HTSR D",
+    "htsr_num_tail": "HTSR tail size",
+    **{f"contribution_{t}": f"c* {t}" for t in ("QK", "OV", "M_in", "M_out")},
+}
+
+#: The glossary shown on every page (term, meaning).
+GLOSSARY = (
+    (
+        "proxy",
+        "a leading factor of a generalization bound with its constants dropped (SPEC 4-5); "
+        "a proxy is not a bound on the test error and its absolute value means little",
+    ),
+    (
+        "p*",
+        "the exponent in {0, 1/m, ..., 2} that minimizes a matrix's contribution c(A, p); "
+        "p* = 0 charges the matrix by its rank only",
+    ),
+    (
+        "grid m",
+        "p runs over the grid {0, 1/m, 2/m, ..., 2}; m = ceil(L + ln N) by default (SPEC 4)",
+    ),
+    ("c*", "a matrix's contribution at its p*; B sums them over all matrices"),
+    (
+        "L_phi",
+        "the Lipschitz constant of the activation (1.13 for GELU, 1 for ReLU), a factor "
+        "of every depth_factor",
+    ),
+    (
+        "depth_factor",
+        "alpha(l) of SPEC 4: the product over the layers above l, which multiplies "
+        "every matrix scale of layer l; log10_depth_factor is its log10 (not HTSR's alpha)",
+    ),
+    (
+        "xi",
+        "xi(l): the norm-based proxy's per-layer sum of (2,1) norms to the power 2/3 "
+        "(SPEC 5); log10 xi is its log10",
+    ),
+    (
+        "ceiling",
+        "the rank ceiling sum_A sqrt(r(A) N) + sqrt(L): the spectrum-adaptive value when "
+        "every matrix picks p* = 0, the same for any full-rank checkpoint of that shape; "
+        "ceiling gap = log10 ceiling - log10 B (0 = at the ceiling)",
+    ),
+    ("HTSR alpha", "WeightWatcher's power-law exponent of the eigenvalues of W^T W (SPEC 9)"),
+)
+
+_ABS_PATH = re.compile(
+    r"(?<![\w.:/])(?:[A-Za-z]:)?[/\\](?:[^\s/\\'\"<>,;:()]+[/\\])+"
+    r"([^\s/\\'\"<>,;:()]+)"
+)
+
+
+def escape(x: Any) -> str:
+    """The one HTML escaper: ``html.escape(str(x), quote=True)``."""
+    return _html.escape(str(x), quote=True)
+
+
+def scrub_paths(text: str) -> str:
+    """Absolute filesystem paths in ``text`` replaced by their last component."""
+    return _ABS_PATH.sub(lambda m: m.group(1), str(text))
+
+
+def is_undefined(v: Any) -> bool:
+    """None, NaN and pandas' missing values are undefined."""
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return math.isnan(float(v))
+    try:
+        import pandas as pd
+
+        r = pd.isna(v)
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+    return bool(r) if isinstance(r, (bool, np.bool_)) else False
+
+
+def fmt(v: Any, digits: int | None = None) -> str:
+    """One format per quantity: integers (counts, parameters) with thousands separators; floats
+    with 4 significant digits (5 from 1e4 on, thousands separators up to 1e6); ``digits``
+    fixes the decimals instead; undefined -> :data:`UNDEFINED`; +-inf -> beyond float64."""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return UNDEFINED
+        if math.isinf(v):
+            return BEYOND if v > 0 else "< -1.8e308"
+        if digits is not None:
+            return f"{v:,.{digits}f}"
+        if v.is_integer() and abs(v) < 1e15:  # counts (parameters, ranks): every digit
+            return f"{int(v):,}"
+        if 1e4 <= abs(v) < 1e6:
+            return f"{v:,.0f}"
+        return f"{v:.4g}" if (v == 0 or abs(v) < 1e4) else f"{v:.5g}"
+    if v is None or is_undefined(v):
+        return UNDEFINED
+    return str(v)
+
+
+def interval(lo: Any, hi: Any, digits: int = 2) -> str:
+    """``[lo, hi]`` with ``digits`` decimals, or "no interval" when either end is undefined."""
+    try:
+        a, b = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return "no interval"
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return "no interval"
+    return f"[{a:.{digits}f}, {b:.{digits}f}]"
+
+
+def _beyond_float64(v: Any, log10: Any) -> bool:
+    """A value that is missing/inf while its log10 says it exceeds the float64 range."""
+    if not isinstance(v, (float, np.floating)) or math.isfinite(float(v)):
+        return False
+    return float(v) > 0 or (isinstance(log10, (float, np.floating)) and float(log10) > 307)
+
+
+def _sort_key(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return ""
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+        return repr(f)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return str(v)
+
+
+def key_columns_first(df: pd.DataFrame, first: Sequence[str]) -> pd.DataFrame:
+    """``df`` with the columns of ``first`` that it has moved to the front, in that order."""
+    lead = [c for c in first if c in df.columns]
+    return df[lead + [c for c in df.columns if c not in lead]]
+
+
+def table(
+    df: pd.DataFrame,
+    max_rows: int | None = None,
+    first: Sequence[str] = (),
+    page_size: int | None = None,
+    labels: dict[str, str] | None = None,
+) -> str:
+    """THE table renderer: a sortable HTML table (click a header) in a scroll box with a sticky
+    header; numbers right-aligned (:func:`fmt`) and sorted numerically; text columns escaped and
+    path-scrubbed; columns of ``first`` first; headers in words (``LABELS``, the CSV name as
+    tooltip). Every row is written; with ``page_size`` and more rows than that, a pager shows
+    ``page_size`` rows at a time (button "all" shows them all). ``max_rows`` is accepted for
+    old callers and means ``page_size``."""
+    from pandas.api.types import is_numeric_dtype
+
+    if max_rows is not None and page_size is None:
+        page_size = max_rows
+    if first:
+        df = key_columns_first(df, first)
+    names = {**LABELS, **(labels or {})}
+    cols = list(df.columns)
+    text_cols = {c for c in cols if not is_numeric_dtype(df[c]) or df[c].dtype == bool}
+    head = "".join(
+        f'<th class="{"txt" if c in text_cols else ""}" title="{escape(c)}">'
+        f"{escape(names.get(str(c), str(c).replace('_', ' ')))}</th>"
+        for c in cols
+    )
+    body = []
+    for row in df.itertuples(index=False):
+        cells = []
+        logs = dict(zip(cols, row, strict=True))
+        for c, v in zip(cols, row, strict=True):
+            raw, shown = _sort_key(v), fmt(v)
+            if _beyond_float64(v, logs.get(f"log10_{c}")):  # missing because it overflowed
+                raw, shown = "Infinity", BEYOND
+            if c in text_cols:
+                shown = scrub_paths(shown)
+                raw = scrub_paths(raw)
+            cls = ' class="txt"' if c in text_cols else ""
+            cells.append(f'<td{cls} data-v="{escape(raw)}">{escape(shown)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    paged = page_size is not None and len(df) > page_size
+    pager, tcls, attr = "", "sortable", ""
+    if paged:
+        pager = (
+            '<div class="pager"><button class="prev">previous</button>'
+            '<button class="next">next</button><button class="all">all rows</button> '
+            f"<span>all {len(df)} rows</span></div>"
+        )
+        tcls, attr = "sortable paged", f' data-page="{int(page_size)}"'  # type: ignore[arg-type]
+    return (
+        f'<div class="tw">{pager}<table class="{tcls}"{attr}><thead><tr>{head}</tr></thead>'
+        "<tbody>" + "".join(body) + "</tbody></table></div>"
+    )
+
+
+def figure_html(fig: Figure) -> str:
+    """A figure as an embedded base64 PNG with its caption (vector versions named)."""
+    data = base64.b64encode(Path(fig.png).read_bytes()).decode("ascii")
+    vec = " and ".join(f"figures/{escape(Path(p).name)}" for p in fig.vectors())
+    return (
+        f'<figure id="fig-{escape(fig.name)}"><img alt="{escape(fig.title)}" '
+        f'src="data:image/png;base64,{data}"><figcaption><b>{escape(fig.title)}.</b> '
+        f"{escape(scrub_paths(fig.caption))} (Vector versions: {vec}.)</figcaption></figure>"
+    )
+
+
+def glossary_html(terms: Sequence[str] | None = None) -> str:
+    """The glossary of every page (all terms, or those named)."""
+    rows = [(t, d) for t, d in GLOSSARY if terms is None or t in terms]
+    items = "".join(f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in rows)
+    return f'<h2>Glossary</h2><dl class="gloss">{items}</dl>'
+
+
+def page(title: str, sections: Sequence[str], glossary: bool = True) -> str:
+    """The whole HTML document: title, sections (already HTML), the glossary, the footer."""
+    title = scrub_paths(title)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1>"
+        + "\n".join(sections)
+        + (glossary_html() if glossary else "")
+        + f'<p class="note">specbound {escape(__version__)}. Formulas: SPEC.md.</p>'
+        + f"<script>{JS}</script></body></html>\n"
+    )
+
+
+# old names (report.py): kept so existing imports keep working
+table_html = table
+_esc = escape
+_fmt = fmt

@@ -1,0 +1,225 @@
+"""The report page of one analysis (``analyze --report``): the answer first, in plain words with
+its caveats (rank ceiling, proxies are not bounds), then the figures, then the tables.
+
+Every user-derived string goes through ``html.escape``; tables through ``html.table``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...naming import display_name
+from ..html import escape, figure_html, fmt, page, scrub_paths, table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ...analysis import Analysis
+    from ..figures.style import Figure
+
+MATRIX_TYPES = ("QK", "OV", "M_in", "M_out")
+MATRIX_FIRST = ["layer", "head", "matrix_type", "p_star", "contribution", "log10_contribution"]
+LAYER_FIRST = [
+    "layer",
+    "log10_depth_factor",
+    "contribution_total",
+    "mean_p_star",
+    "n_p0",
+    "n_p2",
+]
+#: CSV names of the depth factor -> the names every page shows (SPEC: alpha(l)).
+DEPTH_RENAME = {"alpha": "depth_factor", "log10_alpha": "log10_depth_factor"}
+#: The caveat every page with a proxy states.
+PROXY_CAVEAT = (
+    "Both numbers are proxies: leading factors of the two bounds with their constants dropped, "
+    "not bounds on the test error. Compare how they grow across models, not their values."
+)
+#: What p = 0 and p = 2 charge, in words (SPEC 4), shared by the analysis and scale pages.
+P_MEANING = (
+    "At p = 0 a matrix is charged c(A, 0) = sqrt(rank x N): its rank only, whatever its "
+    "singular values and its scale s = gamma x depth_factor x L. At p = 2 it is charged "
+    "c(A, 2) = (||A||_F x s)^(1/2) x N^(3/4). In between, large singular values weigh more "
+    "than small ones. p = 0 wins when the scale is large: roughly when s times the matrix's "
+    "typical singular value exceeds sqrt(rank / N), which is at most 1."
+)
+
+
+def bound_text(b: Any) -> str:
+    """``value (log10 x.xxx)``; a value beyond float64 is written so (its log10 kept)."""
+    v = b.value
+    value = f"{v:.4g}" if v is not None and math.isfinite(v) else "&gt; 1.8e308"
+    return f"{value} (log10 {b.log10:.3f})"
+
+
+def ceiling_sentence(a: Analysis) -> str:
+    """The plain-words answer about the rank ceiling (SPEC 10's diagnosis)."""
+    n = len(a.spectra)
+    share = a.spectrum_adaptive_share_p0
+    gap = a.spectrum_adaptive_ceiling_gap
+    L, N = a.spec.num_layers, a.spec.hidden_size
+    if n and share == 1.0:
+        return (
+            f"All {n:,} matrices picked p* = 0: the spectrum-adaptive value is the rank "
+            f"ceiling sum sqrt(r N) + sqrt(L), the same for any full-rank checkpoint of this "
+            f"shape (L = {L}, N = {N}); it does not see the trained singular values."
+        )
+    n0 = int(np.sum(a.details.p_star == 0))
+    return (
+        f"{n0:,} of {n:,} matrices picked p* = 0; the spectrum-adaptive proxy lies "
+        f"{gap:.3g} orders of magnitude (log10) below its rank ceiling sum sqrt(r N) + sqrt(L), "
+        "so the trained singular values, not only the ranks, set it."
+    )
+
+
+def measures_table(a: Analysis) -> pd.DataFrame | None:
+    """name, value, description, note of every measure of ``a`` (None when it has none)."""
+    import pandas as pd
+
+    from ...measures import MEASURES
+
+    registry: Any = MEASURES
+    values = getattr(a, "measures", None)
+    if not values:
+        return None
+    notes = getattr(a, "measure_notes", {}) or {}
+    rows = []
+    for name, v in values.items():
+        m = registry.get(name)
+        rows.append(
+            {
+                "measure": name,
+                "value": fmt(None if v is None else float(v)),
+                "description": m.description if m is not None else "",
+                "note": notes.get(name, ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=["measure", "value", "description", "note"])
+
+
+def answer_html(a: Analysis) -> str:
+    """The opening: the answer in plain words (rank ceiling or not), the caveat, both proxies,
+    which matrices dominate and which p they chose."""
+    from ..terminal import explain_p
+
+    d, s = a.details, a.spectra
+    c = np.exp(d.log_contribution - np.max(d.log_contribution)) if len(s) else np.zeros(0)
+    total = float(c.sum()) or 1.0
+    by_type = {
+        name: float(c[s.matrix_type == t].sum()) / total for t, name in enumerate(MATRIX_TYPES)
+    }
+    ranked = sorted(by_type.items(), key=lambda kv: -kv[1])
+    top = int(np.argmax(d.log_contribution)) if len(s) else -1
+    sa, nb = a.bounds.spectrum_adaptive, a.bounds.norm_based
+    lines = [
+        '<div class="answer">',
+        f'<p class="lead"><b>{escape(ceiling_sentence(a))}</b></p>',
+        f"<p>{escape(PROXY_CAVEAT)}</p>",
+        '<div class="bounds">'
+        f'<div class="bound">spectrum-adaptive proxy: <b>{bound_text(sa)}</b></div>'
+        f'<div class="bound">norm-based proxy: <b>{bound_text(nb)}</b></div></div>',
+        f"<p>The spectrum-adaptive proxy is {abs(nb.log10 - sa.log10):.2f} orders of magnitude "
+        f"{'below' if sa.log10 <= nb.log10 else 'above'} the norm-based one (different dropped "
+        "constants: this is not a tighter bound).</p>",
+        "<p><b>Which matrices dominate:</b> share of the summed contributions by type: "
+        + escape(", ".join(f"{name} {share:.0%}" for name, share in ranked))
+        + ".",
+    ]
+    if top >= 0:
+        head = int(s.head[top])
+        where = f"layer {int(s.layer[top])}" + (f", head {head}" if head >= 0 else "")
+        lines.append(
+            f" The largest single term is {MATRIX_TYPES[int(s.matrix_type[top])]} "
+            f"({where}), p* = {d.p_star[top]:.3g}."
+        )
+    lines.append("</p>")
+    used, counts = np.unique(d.p_star, return_counts=True)
+    dist = ", ".join(f"p* = {p:.3g}: {n:,}" for p, n in zip(used, counts, strict=True))
+    lines.append(
+        f"<p><b>Which p they chose:</b> {escape(dist)} (of {len(s):,} matrices; grid m = "
+        f"{a.grid_m}, p in {{0, 1/m, ..., 2}}). {escape(explain_p(d.p_star, a))}"
+        f"</p><p>{escape(P_MEANING)}</p>"
+    )
+    depth0 = float(d.log_alpha[0] / np.log(10.0)) if d.log_alpha.size else 0.0
+    params = "" if a.num_parameters is None else f", {a.num_parameters:,} parameters"
+    lines.append(
+        f"<p>log10_depth_factor of layer 0 = {depth0:.2f}. Model: "
+        f"{escape(a.spec.architecture)}, L = {a.spec.num_layers}, "
+        f"N = {a.spec.hidden_size:,}, H = {a.spec.num_heads}, "
+        f"F = {a.spec.intermediate_size:,}{params}.</p>"
+    )
+    for note in a.adaptations:
+        lines.append(f'<p class="note">Adaptation: {escape(scrub_paths(note))}</p>')
+    lines.append("</div>")
+    return "".join(lines)
+
+
+def analysis_sections(a: Analysis, figs: Sequence[Figure], notes: Sequence[str] = ()) -> list[str]:
+    """Answer, figures, tables for one model."""
+    from ..figures.analysis import head_grids, heatmap_summary
+
+    mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
+    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: undefined
+    mats = mats.rename(columns=DEPTH_RENAME)
+    out = [answer_html(a)]
+    mt = measures_table(a)
+    if mt is not None:
+        out.append(
+            "<h2>Measures (summary.json)</h2>"
+            '<p class="note">Larger should mean "generalizes worse" (SPEC 9). The two '
+            "bounds and the log products are log10 values. htsr_alpha is WeightWatcher's "
+            "power-law exponent, not the depth_factor.</p>" + table(mt)
+        )
+    constant = heatmap_summary(head_grids(a))[2]
+    words = [*notes, *([constant] if constant else [])]
+    out.append(
+        "<h2>Figures</h2>"
+        + "".join(f'<p class="note">{escape(w)}</p>' for w in words)
+        + "".join(figure_html(f) for f in figs)
+    )
+    out += [
+        "<h2>Per layer (layers.csv)</h2>"
+        + table(a.layers.rename(columns=DEPTH_RENAME), first=LAYER_FIRST),
+        "<h2>Matrices, largest contributions first (matrices.csv)</h2>"
+        + table(mats, page_size=50, first=MATRIX_FIRST),
+    ]
+    weights = getattr(a, "weights", None)
+    if weights is not None and len(weights):
+        out.append(
+            "<h2>Raw weight matrices (weights.csv)</h2>"
+            '<p class="note">The matrices of the baseline measures (SPEC 9): norms, '
+            "stable rank and the heavy-tailed power-law fit (HTSR alpha).</p>"
+            + table(weights, page_size=50, first=["layer", "role", "tensor"])
+        )
+    return out
+
+
+def write_analysis_report(analysis: Analysis, out_dir: str | Path, esd: str = "worst") -> Path:
+    """Write figures/ and report.html for one model into ``out_dir`` (call it inside
+    ``io.output_dir``, e.g. as ``Analysis.to_dir(out, extra=...)``, so that the report and the
+    CSVs are one atomic write). ``esd``: ``all`` | ``worst`` | ``none``: the raw weights whose
+    ESD with its power-law fit is drawn (``none`` also drops the HTSR-alpha-per-layer plot)."""
+    from ..figures import analysis as F
+    from ..figures.htsr import ESD_CHOICES
+    from ..figures.style import require_matplotlib
+
+    if esd not in ESD_CHOICES:
+        from ...errors import SpecboundError
+
+        raise SpecboundError(f"esd must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
+    require_matplotlib()
+    out_dir = Path(out_dir)
+    figs = F.analysis_figures(analysis, out_dir / "figures", esd=esd)
+    notes = []
+    if esd != "none" and not any(f.name.startswith("esd") for f in figs):
+        notes.append("No ESD figure: no raw weight matrix has the 20 eigenvalues a fit needs.")
+    html_text = page(
+        f"specbound report: {display_name(analysis.model)}",
+        analysis_sections(analysis, figs, notes),
+    )
+    (out_dir / "report.html").write_text(html_text, encoding="utf-8")
+    return out_dir / "report.html"

@@ -1,0 +1,237 @@
+"""The report page of ``specbound correlate`` (SPEC 10, protocol v2), and the output folder.
+
+The page opens with the answer in SPEC 10's words: what the tool's own proxy does here
+("does not predict the gap here" when its tau interval includes 0), each measure's verdict
+(correlation.csv's ``verdict``: intervals and evidence counts decide), which differences
+between measures are established (differences.csv: "better" only when the paired interval
+excludes 0), the rank-ceiling diagnosis and the zoo's counts. Then figures, then tables with
+short model labels and a legend. Every user string (paths, axis names and values, task,
+measure and metric names) goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...naming import display_names
+from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
+from ..html import escape, figure_html, interval, page, table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ...studies.correlate.run import Correlation
+    from ..figures.style import Figure
+
+__all__ = ["answer_html", "color_axis", "report_html", "write_correlation"]
+
+OWN = "spectrum_adaptive"
+BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
+#: Model labels longer than this become m1, m2, ... with a legend.
+LABEL_WIDTH = 28
+#: Columns that repeat a path per model (the init checkpoint): shown in models.csv only.
+PATH_COLUMNS = ("init", "init_path", "init_checkpoint")
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _stat(row: dict[str, Any], st: str, name: str) -> str:
+    v = _float(row.get(st))
+    if math.isnan(v):
+        return f"{name} undefined"
+    return f"{name} {v:.2f} {interval(row.get(f'{st}_low'), row.get(f'{st}_high'))}"
+
+
+def predicts(row: dict[str, Any], st: str = "kendall_tau") -> str:
+    """SPEC 10's words for one statistic's interval: predicts / wrong way / does not predict."""
+    lo, hi = _float(row.get(f"{st}_low")), _float(row.get(f"{st}_high"))
+    if math.isnan(lo) or math.isnan(hi):
+        return "is undetermined (no interval)"
+    if lo > 0:
+        return "predicts the gap here"
+    if hi < 0:
+        return "ranks the gap the wrong way here"
+    return "does not predict the gap here"
+
+
+def _verdict(row: dict[str, Any], axes: list[str]) -> str:
+    v = row.get("verdict")
+    if isinstance(v, str) and v:
+        return v
+    from ...studies.correlate.table import verdict
+
+    return verdict(row, axes)
+
+
+def differences_sentences(result: Correlation, measure: str) -> list[str]:
+    """differences.csv rows of ``measure`` in words ("better" only when low > 0)."""
+    from ...studies.correlate.table import better_word
+
+    d = result.differences
+    if d is None or d.empty:
+        return []
+    out = []
+    for r in d[d["measure"] == measure].to_dict("records"):
+        lo, hi, delta = _float(r["low"]), _float(r["high"]), _float(r["delta"])
+        if math.isnan(delta):
+            continue
+        word = better_word(lo, hi) if not (math.isnan(lo) or math.isnan(hi)) else "not shown"
+        out.append(
+            f"vs {r['versus']} on {r['statistic']}: delta {delta:+.2f} {interval(lo, hi)}: {word}"
+        )
+    return out
+
+
+def answer_html(result: Correlation) -> str:
+    """The opening: the tool's own proxy, every measure's verdict, established differences,
+    the rank ceiling, the zoo's counts."""
+    c = result.correlation
+    rows = {str(r["measure"]): r for r in c.to_dict("records")}
+    parts: list[str] = []
+    if OWN in rows:
+        r = rows[OWN]
+        lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')})"
+        if math.isnan(_float(r.get("tau_fixed_n"))):
+            lead += "; τ at fixed n is undefined"
+        else:
+            lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
+            lead += f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
+        parts.append(f'<p class="lead"><b>{escape(lead)}.</b></p>')
+    rc = getattr(result, "rank_ceiling", None) or {}
+    if rc.get("statement"):
+        parts.append(f"<p><b>Rank ceiling:</b> {escape(rc['statement'])}</p>")
+    items = []
+    for name, r in rows.items():
+        items.append(
+            f"<li><code>{escape(name)}</code>: {escape(_verdict(r, result.axes))} "
+            f"({escape(_stat(r, 'kendall_tau', 'τ'))}; {escape(_stat(r, 'psi', 'Ψ'))})</li>"
+        )
+    parts.append(
+        "<p><b>Each measure, in SPEC 10's words</b> (a claim needs an interval that excludes "
+        "0, or for a failing axis at least 10 pairs):</p><ul>" + "".join(items) + "</ul>"
+    )
+    for st, label in (("psi", "granulated Kendall Ψ"), ("kendall_tau", "Kendall τ")):
+        if st not in c.columns or not c[st].map(_float).notna().any():
+            continue
+        best = str(c.loc[c[st].map(_float).idxmax(), "measure"])
+        said = [x for x in differences_sentences(result, best) if f" on {st}:" in x]
+        text = (
+            f"<p><b>Best by {label}:</b> <code>{escape(best)}</code> "
+            f"({escape(_stat(rows[best], st, label.split()[-1]))}; the largest point value"
+        )
+        if said:
+            text += "; paired differences: " + escape("; ".join(said))
+        if not any(x.endswith(": better") for x in said):
+            text += "; its lead over the others is not established"
+        parts.append(text + ").</p>")
+    used, listed = len(result.models), result.n_listed
+    failed = len(result.skipped) - result.n_unconverged
+    conv = "kept" if result.include_unconverged else "excluded"
+    zoo = (
+        f"{used:,} of {listed:,} models used ({failed:,} failed or had no metrics; "
+        f"{result.n_unconverged:,} unconverged, {conv}); "
+        f"{getattr(result, 'n_configurations', 0) or 'unknown'} configurations; gap = "
+        + (
+            "train accuracy − test accuracy"
+            if result.gap == "accuracy"
+            else "test loss − train loss"
+        )
+        + f"; axes: {', '.join(result.axes) or 'none'} (seed is a replicate unless named)."
+    )
+    parts.append(f"<p>{escape(zoo)}</p>")
+    if result.n_unconverged and not result.include_unconverged:
+        parts.append(
+            f'<p class="warn">{result.n_unconverged:,} unconverged models are excluded: the '
+            "statistics describe the converged models only, not the design.</p>"
+        )
+    return '<div class="answer">' + "".join(parts) + "</div>"
+
+
+def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
+    """Short labels of the models (shared prefix removed; m1, m2, ... when still longer than
+    LABEL_WIDTH) and the legend (label -> model), None when the labels are the names."""
+    import pandas as pd
+
+    names = [str(n) for n in models.get("model", pd.Series([], dtype=str))]
+    short = display_names(names)
+    if not short or max(len(s) for s in short) <= LABEL_WIDTH:
+        return short, None
+    labels = [f"m{i + 1}" for i in range(len(names))]
+    return labels, pd.DataFrame({"label": labels, "model": short})
+
+
+def report_html(result: Correlation, figures: list[Figure]) -> str:
+    """The whole report page, figures embedded."""
+    title = "Correlation study" + (f": {result.task}" if result.task else "")
+    sections = [answer_html(result)]
+    if result.notes:
+        sections.append('<p class="note">' + "<br>".join(escape(n) for n in result.notes) + "</p>")
+    if figures:
+        sections.append("<h2>τ, Ψ and τ at fixed n of every measure</h2>" + figure_html(figures[0]))
+        sections.append(
+            '<h2>Each measure against the gap</h2><div class="grid">'
+            + "".join(figure_html(f) for f in figures[1:])
+            + "</div>"
+        )
+    sections.append("<h2>correlation.csv</h2>" + table(result.correlation))
+    d = result.differences
+    if d is not None and len(d):
+        sections.append(
+            "<h2>differences.csv</h2>"
+            '<p class="note">delta = statistic(measure) − statistic(versus); [low, high]: the '
+            "paired bootstrap interval. A measure is better only when low &gt; 0.</p>"
+            + table(d, page_size=50)
+        )
+    models = result.models.copy()
+    labels, legend = model_labels(models)
+    if "model" in models.columns:
+        models["model"] = labels
+    drop = [c for c in PATH_COLUMNS if c in models.columns]
+    models = models.drop(columns=drop)
+    note = (
+        f'<p class="note">Columns {escape(", ".join(drop))} (a path per model) are in '
+        "models.csv.</p>"
+        if drop
+        else ""
+    )
+    sections.append(
+        f"<h2>models.csv ({len(result.models):,} models)</h2>" + note + table(models, page_size=50)
+    )
+    if legend is not None:
+        sections.append("<h2>Model labels</h2>" + table(legend, page_size=50))
+    if len(result.skipped):
+        sections.append(
+            f"<h2>skipped.csv ({len(result.skipped):,} models)</h2>"
+            + table(result.skipped, page_size=50)
+        )
+    return page(title, sections)
+
+
+def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:
+    """The tau/Psi chart, then one scatter per measure."""
+    figs = [tau_psi_figure(result, fig_dir)]
+    figs += [
+        measure_figure(result, m, fig_dir) for m in result.measures if m in result.models.columns
+    ]
+    return figs
+
+
+def write_correlation(result: Correlation, out: str | Path, figures: bool = True) -> Path:
+    """Write the tables (``studies.correlate.run.write_tables``), figures/ and report.html into
+    ``out`` through the shared atomic output directory (all or nothing)."""
+    from ...io import output_dir
+    from ...studies.correlate.run import write_tables
+
+    with output_dir(out) as tmp:
+        tmp = Path(tmp)
+        write_tables(result, tmp)
+        figs = correlation_figures(result, tmp / "figures") if figures else []
+        (tmp / "report.html").write_text(report_html(result, figs), encoding="utf-8")
+    return Path(out)

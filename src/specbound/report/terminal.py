@@ -1,0 +1,425 @@
+"""Every rich table specbound prints on a terminal: the analysis summary, the study summary and
+the correlation table of ``correlate``.
+
+Rules: the answer comes first, in plain words, with its caveats (``answer_lines``); table titles
+are their own short line (never wrapped into a narrow table); long paths are shortened; names
+(models, measures) wrap only at their separators (``/``, ``_``, ``-``), never mid-word; at 80
+columns every table keeps its key columns with their values (the correlation table stacks each
+interval under its value); the closing ``wrote ...`` line lists every file written.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..core import MATRIX_TYPES
+from ..measures import get_measure, measure_names
+from ..naming import display_names, short_path
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
+
+#: The caveat every bound value carries (SPEC 5/6: leading factors, constants dropped).
+PROXY_CAVEAT = "proxies: leading factors with constants dropped, not bounds on the test error"
+
+
+def _fmt_bound(b: Any) -> str:
+    v = b.value
+    return f"{v:.6g}" if v is not None and math.isfinite(v) else "> 1.8e308"
+
+
+def explain_p(p_star: np.ndarray, analysis: Analysis | None = None) -> str:
+    """What the chosen p say, in a sentence or two (SPEC 4: c(A, 0) = sqrt(r N) does not see
+    the singular values; c(A, 2) = (||A||_F s)^(1/2) N^(3/4); p = 0 wins when s is large)."""
+    p_star = np.asarray(p_star)
+    share0 = float(np.mean(p_star == 0)) if p_star.size else 0.0
+    share2 = float(np.mean(p_star == 2)) if p_star.size else 0.0
+    if share0 == 1.0:
+        text = (
+            "Every matrix picked p = 0, so the proxy no longer depends on the trained "
+            "singular values, only on the ranks: it is the sum of sqrt(rank x N) plus "
+            "sqrt(L)."
+        )
+    elif share2 == 1.0:
+        text = (
+            "Every matrix picked p = 2: each is charged (||A||_F x s)^(1/2) x N^(3/4), "
+            "through its Frobenius norm and its scale s."
+        )
+    else:
+        text = (
+            f"{share0:.0%} of matrices picked p = 0 (charged by rank only), {share2:.0%} "
+            "p = 2 (charged (||A||_F x s)^(1/2) x N^(3/4)); the rest trade rank against "
+            "singular values."
+        )
+    if analysis is not None and p_star.size:
+        s, d = analysis.spectra, analysis.details
+        last = s.layer == analysis.spec.num_layers - 1
+        zero = last & (p_star == 0)
+        if zero.any():
+            log10_s = d.log_scale[zero] / math.log(10.0)
+            text += (
+                f" Even in the last layer, where depth_factor = 1, {int(zero.sum())} of "
+                f"{int(last.sum())} matrices picked p = 0: their scale s = gamma x L is "
+                f"already {10.0 ** float(log10_s.min()):.3g} or more, so it is the scale, "
+                "not only the depth factor, that makes p = 0 win."
+            )
+    return text
+
+
+def ceiling_sentence(a: Analysis) -> str:
+    """The rank-ceiling diagnosis of SPEC 10 in plain words: all matrices at p* = 0 make the
+    spectrum-adaptive proxy a rank count, the same for any full-rank checkpoint of the shape."""
+    p = np.asarray(a.details.p_star)
+    n = int(p.size)
+    k = int(np.sum(p == 0))
+    if n and k == n:
+        return (
+            f"all {n} matrices picked p* = 0: this number is the rank ceiling, the same for any "
+            "full-rank checkpoint of this shape"
+        )
+    gap = getattr(a, "spectrum_adaptive_ceiling_gap", None)
+    below = (
+        f", {gap:.3g} orders of magnitude below its rank ceiling"
+        if gap is not None and math.isfinite(gap)
+        else ""
+    )
+    return (
+        f"{k} of {n} matrices picked p* = 0: the spectrum-adaptive proxy sees the trained "
+        f"singular values{below}"
+    )
+
+
+def answer_lines(a: Analysis) -> list[str]:
+    """The opening of the analysis summary: what the number is, then what it is not."""
+    return [ceiling_sentence(a), PROXY_CAVEAT]
+
+
+def escape(text: Any) -> str:
+    """``text`` safe to print through rich (no markup is interpreted)."""
+    from rich.markup import escape as _escape
+
+    return _escape(str(text))
+
+
+def wrap_name(name: str, width: int) -> str:
+    """``name`` on lines of at most ``width`` characters, broken only after ``/``, ``_``, ``-``
+    or spaces (never mid-word); a single piece longer than ``width`` stays whole."""
+    name = str(name)
+    if width <= 0 or len(name) <= width:
+        return name
+    pieces = [p for p in re.split(r"(?<=[/_\- ])", name) if p]
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        if line and len(line) + len(piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line:
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def _console(width: int | None = None) -> Any:
+    from rich.console import Console
+
+    return Console(width=width) if width else Console()
+
+
+def _title(console: Any, text: str) -> None:
+    console.print(f"[bold]{text}[/bold]", no_wrap=True, overflow="ellipsis", highlight=False)
+
+
+def _short(v: float | None, spec: str = ".4g") -> str:
+    if v is None or not math.isfinite(v):
+        return "undefined" if v is None or math.isnan(v) else "> 1.8e308"
+    return format(v, spec)
+
+
+def print_measures(console: Any, a: Analysis) -> None:
+    """name, value and one-line description of every measure; notes below the table."""
+    from rich.table import Table
+
+    values = getattr(a, "measures", None)
+    if not values:
+        return
+    notes = getattr(a, "measure_notes", {}) or {}
+    _title(console, "measures")
+    t = Table(show_edge=False)
+    t.add_column("measure", no_wrap=True)
+    t.add_column("value", justify="right", no_wrap=True)
+    t.add_column("description", overflow="fold")
+    registered = set(measure_names())
+    for name, v in values.items():
+        text = get_measure(name).description if name in registered else ""
+        t.add_row(escape(name), _short(v), escape(text))
+    console.print(t)
+    for name, note in notes.items():
+        if note:
+            console.print(f"  [dim]{escape(name)}:[/dim] {escape(note)}", highlight=False)
+
+
+def print_summary(
+    a: Analysis, out: Path | None = None, report: bool = False, width: int | None = None
+) -> None:
+    """The terminal summary of ``analyze``: the answer first (``answer_lines``), then the
+    per-layer table, the p* counts, the largest contributions, the bounds and the measures."""
+    from rich.table import Table
+
+    console = _console(width)
+    s = a.spec
+    first, caveat = answer_lines(a)
+    console.print(f"[bold]{escape(first)}[/bold]", highlight=False)
+    console.print(f"[dim]{escape(caveat)}[/dim]", highlight=False)
+    console.print(
+        f"[bold]{escape(short_path(a.model, 40))}[/bold]  {s.architecture}  L={s.num_layers} "
+        f"N={s.hidden_size} H={s.num_heads} d_h={s.head_dim} F={s.intermediate_size}  "
+        f"grid m={a.grid_m} L_phi={a.l_phi:g}" + ("  (spectra from cache)" if a.from_cache else ""),
+        highlight=False,
+    )
+    cols = a.layer_columns()
+    mats = a.matrix_columns()
+    depth = cols["log10_depth_factor"] if "log10_depth_factor" in cols else cols["log10_alpha"]
+    _title(console, "per layer")
+    t = Table(show_edge=False)
+    for c in ["layer", "log10\ndepth_factor", *MATRIX_TYPES, "total", "p*=0", "p*=2"]:
+        t.add_column(c, justify="right", no_wrap=True)
+    for l in range(s.num_layers):
+        t.add_row(
+            str(l),
+            f"{depth[l]:.3f}",
+            *[f"{cols[f'contribution_{m}'][l]:.4g}" for m in MATRIX_TYPES],
+            f"{cols['contribution_total'][l]:.4g}",
+            str(cols["n_p0"][l]),
+            str(cols["n_p2"][l]),
+        )
+    console.print(t)
+
+    grid = a.details.grid
+    used = np.unique(a.details.p_star)
+    _title(console, "p* picked, by matrix type (count)")
+    pt = Table(show_edge=False)
+    pt.add_column("type", no_wrap=True)
+    for p in used:
+        pt.add_column(f"p={p:.3g}", justify="right", no_wrap=True)
+    for m in MATRIX_TYPES:
+        sel = mats["matrix_type"] == m
+        pt.add_row(m, *[str(int(np.sum(a.details.p_star[sel] == p))) for p in used])
+    console.print(pt)
+    console.print(
+        escape(explain_p(a.details.p_star, a)) + f" Grid: {grid.size} points in [0, 2].",
+        highlight=False,
+    )
+
+    order = np.argsort(-a.details.log_contribution, kind="stable")[:5]
+    _title(console, "largest contributions")
+    tt = Table(show_edge=False)
+    for c in ["layer", "head", "type", "p*", "contribution", "rank", "spectral norm"]:
+        tt.add_column(c, justify="right", no_wrap=True)
+    for i in order:
+        tt.add_row(
+            str(mats["layer"][i]),
+            str(mats["head"][i]) if mats["head"][i] >= 0 else "",
+            mats["matrix_type"][i],
+            f"{mats['p_star'][i]:.3g}",
+            f"{mats['contribution'][i]:.4g}",
+            str(mats["rank"][i]),
+            f"{mats['spectral_norm'][i]:.4g}",
+        )
+    console.print(tt)
+
+    b = a.bounds
+    _title(console, "bounds")
+    bt = Table(show_edge=False)
+    for c in ["proxy", "value", "log10"]:
+        bt.add_column(c, justify="right", no_wrap=True)
+    bt.add_row(
+        "spectrum_adaptive", _fmt_bound(b.spectrum_adaptive), f"{b.spectrum_adaptive.log10:.4f}"
+    )
+    bt.add_row("norm_based", _fmt_bound(b.norm_based), f"{b.norm_based.log10:.4f}")
+    console.print(bt)
+    print_measures(console, a)
+    for note in a.adaptations:
+        console.print(f"[yellow]adaptation:[/yellow] {escape(note)}", highlight=False)
+    if out is not None:
+        weights_csv = " weights.csv," if a.weight_spectra is not None else ""
+        files = f"summary.json, matrices.csv, layers.csv,{weights_csv} spectra.npz"
+        if report:
+            files += ", report.html, figures/"
+        console.print(f"wrote {escape(short_path(out, 40))}/: {files}", highlight=False)
+
+
+def print_study(
+    study: Any, out: Path | None = None, report: bool = True, width: int | None = None
+) -> None:
+    """The models table (one column per measure), the pooled growth fits and the verdict."""
+    from rich.table import Table
+
+    from ..studies.scale.verdict import AXIS_SYMBOL, growth_verdict
+
+    console = _console(width)
+    m = study.models
+    names = display_names(list(m["model"].astype(str))) if len(m) else []
+    measure_cols = [
+        (c, n)
+        for n in measure_names()
+        for c in (n, f"{n}_log10")
+        if c in m.columns and m[c].notna().any()
+    ]  # skip undefined everywhere
+    # as many measure columns as the terminal fits (SPEC 9 order: the two bounds first)
+    name_width = min(28, max((len(x) for x in names), default=5))
+    room = max(2, (console.width - 16 - name_width) // 12)
+    shown_cols = measure_cols[:room]
+    title = f"models ({len(m)})"
+    if len(shown_cols) < len(measure_cols):
+        title += f", {len(shown_cols)} of {len(measure_cols)} measures (all in models.csv)"
+    measure_cols = shown_cols
+    _title(console, title)
+    t = Table(show_edge=False)
+    t.add_column("model", no_wrap=True)
+    for c in ["L", "N"]:
+        t.add_column(c, justify="right", no_wrap=True)
+    short = {"spectrum_adaptive": "B_sa", "norm_based": "B_nb"}
+    for _c, n in measure_cols:
+        t.add_column(short.get(n, n.replace("_", " ")), justify="right", overflow="fold")
+    for c in ("share_p0", "share_p2"):
+        if c in m.columns:
+            t.add_column("p*=" + c[-1], justify="right", no_wrap=True)
+    for name, r in zip(names, m.to_dict("records"), strict=True):
+        row = [escape(wrap_name(name, name_width)), str(r["num_layers"]), str(r["hidden_size"])]
+        row += [_short(None if r[c] is None else float(r[c])) for c, _n in measure_cols]
+        row += [f"{r[c]:.0%}" for c in ("share_p0", "share_p2") if c in m.columns]
+        t.add_row(*row)
+    console.print(t)
+    g = study.growth
+    name_col = "measure" if "measure" in g.columns else "proxy"
+    pooled = g[(g["fit"] == "pooled")] if len(g) else g
+    if len(pooled):
+        _title(console, "growth, pooled fits (growth.csv)")
+        gt = Table(show_edge=False)
+        for c in ["measure", "axis", "exponent", "SE", "log10/unit", "SE", "n"]:
+            gt.add_column(
+                c,
+                justify="left" if c == "measure" else "right",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        for r in pooled.to_dict("records"):
+            gt.add_row(
+                escape(wrap_name(str(r[name_col]), 20)),
+                AXIS_SYMBOL.get(r["axis"], r["axis"]),
+                _short(r["exponent"]),
+                _short(r["exponent_se"], ".2g"),
+                _short(r["log10_per_unit"]),
+                _short(r["log10_per_unit_se"], ".2g"),
+                str(r["n_points"]),
+            )
+        console.print(gt)
+    for axis in ("hidden_size", "num_layers"):
+        v = growth_verdict(g, axis) if len(g) else None
+        if v is not None:
+            console.print(
+                f"[bold]against {AXIS_SYMBOL[axis]}:[/bold] {escape(v.sentence)}", highlight=False
+            )
+            for note in v.interaction:
+                console.print(f"  [yellow]{escape(note)}[/yellow]", highlight=False)
+    if out is not None:
+        files = "models.csv, growth.csv"
+        if getattr(study, "skipped", None):
+            files += ", skipped.csv"
+        if report:
+            files += ", report.html, figures/"
+        console.print(f"wrote {escape(short_path(out, 40))}/: {files}", highlight=False)
+
+
+def _f3(v: Any) -> str:
+    """A statistic with 3 decimals; undefined (NaN/None) as "undefined"."""
+    return "undefined" if v is None or v != v else f"{v:.3f}"
+
+
+def _interval(lo: Any, hi: Any) -> str:
+    if (lo is None or lo != lo) and (hi is None or hi != hi):
+        return "undefined"
+    return f"[{_f3(lo)}, {_f3(hi)}]"
+
+
+def _rendered_width(table: Any) -> int:
+    """Characters of the widest line of ``table`` rendered without a width limit."""
+    from rich.console import Console
+
+    probe = Console(width=10_000, record=True, file=io.StringIO())
+    probe.print(table)
+    return max((len(line.rstrip()) for line in probe.export_text().splitlines()), default=0)
+
+
+def _correlation_table(rows: list[Any], stacked: bool, name_width: int) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    t.add_column("measure", no_wrap=True)
+    t.add_column("n", justify="right", no_wrap=True)
+    if stacked:
+        heads = ["tau\n95% interval", "Psi\n95% interval", "sign-err\nrobust"]
+    else:
+        heads = ["tau", "95% interval", "Psi", "95% interval", "sign-err\nrobust"]
+    for c in heads:
+        t.add_column(c, justify="right", no_wrap=True)
+    for r in rows:
+        tau, tau_i = _f3(r.kendall_tau), _interval(r.kendall_tau_low, r.kendall_tau_high)
+        psi, psi_i = _f3(r.psi), _interval(r.psi_low, r.psi_high)
+        cells = [f"{tau}\n{tau_i}", f"{psi}\n{psi_i}"] if stacked else [tau, tau_i, psi, psi_i]
+        t.add_row(
+            escape(wrap_name(str(r.measure), name_width)),
+            str(r.n_models),
+            *cells,
+            _f3(r.sign_error_robust),
+        )
+    return t
+
+
+def correlation_answer(result: Any, measure: str = "spectrum_adaptive") -> str | None:
+    """The answer first for ``correlate``: the SPEC 10 verdict (``verdict`` column) of this
+    tool's own proxy, in words, e.g. "spectrum_adaptive: undetermined: tau interval [...]"."""
+    c = result.correlation
+    if "verdict" not in c.columns or "measure" not in c.columns:
+        return None
+    rows = c[c["measure"] == measure]
+    if rows.empty:
+        return None
+    return f"{measure}: {rows['verdict'].iloc[0]}"
+
+
+def print_correlation(result: Any, out: Path | None = None, width: int | None = None) -> None:
+    """The correlation table of ``correlate``: per measure n, Kendall tau, Psi with their 95%
+    intervals and the robust sign error.
+
+    One column per number when that fits the terminal; else (80 columns) each interval is
+    stacked under its value, so that n, tau, Psi and sign-err robust always keep their values;
+    measure names then wrap at ``_`` only, never mid-word."""
+    console = _console(width)
+    rows = list(result.correlation.itertuples())
+    longest = max((len(str(r.measure)) for r in rows), default=7)
+    answer = correlation_answer(result)
+    if answer:
+        console.print(f"[bold]{escape(answer)}[/bold]", highlight=False)
+    _title(console, f"correlation ({len(result.models)} models)")
+    table = _correlation_table(rows, stacked=False, name_width=longest)
+    if _rendered_width(table) > console.width:
+        table = _correlation_table(rows, stacked=True, name_width=longest)
+        excess = _rendered_width(table) - console.width
+        if excess > 0:
+            table = _correlation_table(rows, stacked=True, name_width=max(8, longest - excess))
+    console.print(table)
+    if out is not None:
+        console.print(
+            f"wrote {escape(short_path(out, 40))}/: models.csv, correlation.csv, skipped.csv, "
+            f"figures/, report.html ({len(result.skipped)} skipped)",
+            highlight=False,
+        )

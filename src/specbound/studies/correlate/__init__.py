@@ -1,0 +1,117 @@
+"""Does a measure predict generalization? The correlation protocol of SPEC 10 (protocol v2).
+
+- :mod:`.stats`: the statistics, pure functions on numpy arrays (Kendall tau-b, Jiang's tau,
+  granulated Psi, tau_fixed_n, psi_fixed_n, sign-errors, the configuration bootstrap);
+- :mod:`.mutual_info`: Jiang's conditional mutual information, streamed over blocks of pairs;
+- :mod:`.table`: correlation.csv and differences.csv from a models table, verdict words;
+- :mod:`.manifest`: reading and validating a manifest or zoo directory;
+- :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
+- :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables), the output schema.
+"""
+
+from ..gap import GAP_KINDS, gap_values
+from .ceiling import CEILING_COLUMNS, CEILING_THRESHOLD, rank_ceiling
+from .manifest import (
+    METRIC_COLUMNS,
+    NOT_DEFAULT_AXES,
+    RESERVED_COLUMNS,
+    ManifestError,
+    Zoo,
+    parse_axes,
+    parse_converged,
+    read_zoo,
+    resolve_entry,
+    validate_manifest,
+)
+from .mutual_info import axis_subsets, cmi, cmi_values
+from .run import (
+    SKIPPED_COLUMNS,
+    Analyzer,
+    Correlation,
+    add_bound_forms,
+    correlate,
+    measure_registry,
+    model_worker,
+    output_columns,
+    write_tables,
+)
+from .stats import (
+    MIN_SIGN_PAIRS,
+    TOO_FEW_PAIRS,
+    axis_groups,
+    bootstrap_config_counts,
+    bootstrap_weights,
+    granulated_psi,
+    jiang_tau,
+    kendall_tau,
+    percentile_interval,
+    sign_error,
+)
+from .table import (
+    BASELINES,
+    DIFFERENCE_COLUMNS,
+    EMPTY_SET,
+    INTERVAL_STATS,
+    MAX_BOOTSTRAP,
+    axis_codes,
+    better_word,
+    correlation_columns,
+    correlation_study,
+    correlation_table,
+    differences,
+    verdict,
+)
+
+_parse_axes = parse_axes  # old private name
+
+__all__ = [
+    "BASELINES",
+    "CEILING_COLUMNS",
+    "CEILING_THRESHOLD",
+    "DIFFERENCE_COLUMNS",
+    "EMPTY_SET",
+    "GAP_KINDS",
+    "INTERVAL_STATS",
+    "MAX_BOOTSTRAP",
+    "METRIC_COLUMNS",
+    "MIN_SIGN_PAIRS",
+    "NOT_DEFAULT_AXES",
+    "RESERVED_COLUMNS",
+    "SKIPPED_COLUMNS",
+    "TOO_FEW_PAIRS",
+    "Analyzer",
+    "Correlation",
+    "ManifestError",
+    "Zoo",
+    "add_bound_forms",
+    "axis_codes",
+    "axis_groups",
+    "axis_subsets",
+    "better_word",
+    "bootstrap_config_counts",
+    "bootstrap_weights",
+    "cmi",
+    "cmi_values",
+    "correlate",
+    "correlation_columns",
+    "correlation_study",
+    "correlation_table",
+    "differences",
+    "gap_values",
+    "granulated_psi",
+    "jiang_tau",
+    "kendall_tau",
+    "measure_registry",
+    "model_worker",
+    "output_columns",
+    "parse_axes",
+    "parse_converged",
+    "percentile_interval",
+    "rank_ceiling",
+    "read_zoo",
+    "resolve_entry",
+    "sign_error",
+    "validate_manifest",
+    "verdict",
+    "write_tables",
+]

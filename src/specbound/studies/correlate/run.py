@@ -1,0 +1,432 @@
+"""The correlate driver: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
+
+Output schema (protocol v2; what ``write_tables`` writes and the report and terminal render):
+
+``models.csv``: one row per analyzed model, columns in order
+    ``model``, the axes, the other manifest columns, ``gap``, ``converged``, the measures
+    (SPEC 9 names in registry order, then ``<m>_per_sqrt_n`` for the bound-type measures and
+    ``sample_size_only`` when ``train_size`` is known / varies), then
+    ``spectrum_adaptive_share_p0`` and ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
+    diagnosis, SPEC 10; empty when the analysis does not provide them).
+``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
+    ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
+    psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then
+    ``tau_fixed_n, tau_fixed_n_low, tau_fixed_n_high, psi_fixed_n, psi_fixed_n_low,
+    psi_fixed_n_high, cmi, cmi_axes, sign_error``, per axis a ``sign_error_<a>,
+    sign_error_<a>_low, sign_error_<a>_high, sign_error_<a>_pairs``, then
+    ``sign_error_robust`` (empty when no axis has >= 10 pairs), ``sign_error_robust_axis``
+    (the axis, or the words ``too few pairs``), ``verdict`` (SPEC 10's words: "predicts the
+    gap (...)", "ranks the gap the wrong way (...)", "fails on axis a (...)" joined by "; ",
+    or "undetermined: ..." with the counts). ``cmi_axes``: the S attaining the minimum, axes
+    joined by "+", ``(none)`` for the empty set. Undefined numbers are empty cells.
+``differences.csv``: ``measure, versus, statistic, delta, low, high``; ``statistic`` is one of
+    ``kendall_tau, psi, tau_fixed_n, psi_fixed_n``; ``versus`` each of ``sample_size_only``,
+    ``num_parameters``, ``num_parameters_per_sqrt_n`` present and the best other measure by
+    that statistic (once); delta = point(measure) - point(versus), [low, high] the paired
+    bootstrap interval. "better" only when low > 0 (``table.better_word``).
+``skipped.csv``: ``model, reason``.
+``correlate.json``: ``protocol`` (2), ``manifest, task, gap, axes, measures, n_listed,
+    n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
+    bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
+    interval_statistics``, ``rank_ceiling`` (object: ``threshold, n_models, n_at_ceiling,
+    median_ceiling_gap, cells, n_cells, r2_spectrum_adaptive, r2_norm_based, statement``) and
+    ``notes`` (one line each: defaults taken, statistics left undefined and why).
+
+Labels (axis names and values, measure names) are user text: draw them as plain text (no TeX)
+and escape them in HTML.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import SpecboundError
+from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
+from . import manifest as M
+from . import table as T
+from .ceiling import CEILING_COLUMNS, diagnostics_of, rank_ceiling
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ...engines.base import Engine
+
+SKIPPED_COLUMNS = ["model", "reason"]
+#: Output columns of models.csv that are not measures (a manifest may not use these names).
+OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS)
+
+Analyzer = Callable[[str, "str | None", bool, "str | None", str], dict[str, "float | None"]]
+
+
+def measure_registry() -> tuple[list[str], dict[str, bool]]:
+    """(SPEC 9 measure names in order, {bound-form measure: value already log10})."""
+    from ...measures import get_measure, measure_names
+
+    names = measure_names()
+    forms = {n: get_measure(n).log10 for n in names if get_measure(n).bound_form}
+    return names, forms
+
+
+def output_columns() -> list[str]:
+    """Every column correlate adds to models.csv (what a manifest column may not be named)."""
+    names, forms = measure_registry()
+    return [*names, *(f"{n}_per_sqrt_n" for n in forms), *OUTPUT_COLUMNS]
+
+
+def add_bound_forms(
+    table: pd.DataFrame, measures: Sequence[str], forms: dict[str, bool]
+) -> list[str]:
+    """Add ``<name>_per_sqrt_n`` = log10 value - 1/2 log10 n and ``sample_size_only``.
+
+    Only when ``train_size`` is a column with a value for some model; ``sample_size_only``
+    (-1/2 log10 n) only when n varies. Returns the names of the added measures.
+    """
+    import pandas as pd
+
+    if "train_size" not in table.columns:
+        return []
+    n = pd.to_numeric(table["train_size"], errors="coerce").to_numpy(float)
+    n = np.where(n > 0, n, np.nan)
+    if not np.isfinite(n).any():
+        return []
+    half = 0.5 * np.log10(n)
+    added = []
+    for name in measures:
+        if name not in forms or name not in table.columns:
+            continue
+        v = pd.to_numeric(table[name], errors="coerce").to_numpy(float)
+        if not forms[name]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.where(v > 0, np.log10(np.where(v > 0, v, 1.0)), np.nan)
+        table[f"{name}_per_sqrt_n"] = v - half
+        added.append(f"{name}_per_sqrt_n")
+    if np.unique(n[np.isfinite(n)]).size > 1:
+        table["sample_size_only"] = -half
+        added.append("sample_size_only")
+    return added
+
+
+# --- the result ------------------------------------------------------------------------------
+
+
+@dataclass
+class Correlation:
+    """The result of ``correlate``: models.csv, correlation.csv, differences.csv, skipped.csv."""
+
+    models: pd.DataFrame
+    correlation: pd.DataFrame
+    skipped: pd.DataFrame
+    axes: list[str]
+    measures: list[str]
+    gap: str = "accuracy"
+    manifest: str = ""
+    task: str | None = None
+    n_listed: int = 0
+    n_unconverged: int = 0
+    include_unconverged: bool = False
+    bootstrap: int = 1000
+    seed: int = 0
+    notes: list[str] = field(default_factory=list)
+    differences: pd.DataFrame | None = None
+    rank_ceiling: dict[str, Any] = field(default_factory=dict)
+    n_configurations: int = 0
+    level: float = 0.95
+
+    def summary(self) -> dict[str, Any]:
+        """The content of correlate.json (module doc)."""
+        return {
+            "protocol": 2,
+            "manifest": self.manifest,
+            "task": self.task,
+            "gap": self.gap,
+            "axes": list(self.axes),
+            "measures": list(self.measures),
+            "n_listed": self.n_listed,
+            "n_models": len(self.models),
+            "n_configurations": self.n_configurations,
+            "n_skipped": len(self.skipped),
+            "n_unconverged": self.n_unconverged,
+            "include_unconverged": self.include_unconverged,
+            "bootstrap": self.bootstrap,
+            "bootstrap_unit": "configuration",
+            "seed": self.seed,
+            "level": self.level,
+            "min_sign_pairs": T.S.MIN_SIGN_PAIRS,
+            "baselines": [b for b in T.BASELINES if b in self.measures],
+            "interval_statistics": list(T.INTERVAL_STATS),
+            "rank_ceiling": dict(self.rank_ceiling),
+            "notes": list(self.notes),
+        }
+
+
+def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
+    """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json into
+    ``directory`` (an existing folder; the caller makes it atomic). Returns the paths."""
+    from ...io.files import dumps_json
+
+    d = Path(directory)
+    out = []
+    frames = {
+        "models.csv": result.models,
+        "correlation.csv": result.correlation,
+        "differences.csv": (
+            result.differences
+            if result.differences is not None
+            else _empty_frame(T.DIFFERENCE_COLUMNS)
+        ),
+        "skipped.csv": result.skipped,
+    }
+    for name, frame in frames.items():
+        frame.to_csv(d / name, index=False, float_format="%.17g")
+        out.append(d / name)
+    (d / "correlate.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
+    out.append(d / "correlate.json")
+    return out
+
+
+def _empty_frame(columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(columns=list(columns))
+
+
+# --- the jobs --------------------------------------------------------------------------------
+
+
+def _reason(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"
+
+
+def model_worker(analyzer: Analyzer | None, model: Any, name: str | None, kwargs: Any) -> Any:
+    """One job: ``analyze`` (or ``analyzer(path, init, cache, device, name)``) of one model.
+
+    Any failure becomes a ``SpecboundError`` with a one-line reason: a broken model is skipped,
+    never the end of the study. Top-level (with ``functools.partial``) so engines can ship it.
+    """
+    try:
+        if analyzer is None:
+            from ...engines.sweep import run_model
+
+            return run_model(model, name, kwargs)
+        return analyzer(model, kwargs.get("init"), kwargs["cache"], kwargs.get("device"), str(name))
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except SpecboundError:
+        raise
+    except Exception as exc:
+        raise SpecboundError(_reason(exc)) from None
+
+
+def _values_of(out: Any) -> dict[str, float | None]:
+    """Measures and rank-ceiling diagnostics of one job's result (an Analysis or a dict)."""
+    if isinstance(out, dict):
+        return dict(out)
+    values = dict(out.measures)
+    values.update(diagnostics_of(out))
+    return values
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The models to analyze (``index`` into the manifest, entry, init, name) and the skips
+    decided before any analysis (index -> reason)."""
+
+    jobs: list[tuple[int, str, str | None, str]]
+    skipped: dict[int, str]
+    n_unconverged: int
+
+
+def plan(
+    zoo: M.Zoo, g: np.ndarray, converged: np.ndarray, include_unconverged: bool, gap: str
+) -> Plan:
+    """Which models to analyze: those with a finite gap and (unless ``include_unconverged``)
+    converged."""
+    base = zoo.manifest.parent
+    jobs, skipped, n_unconv = [], {}, 0
+    for i, rec in enumerate(zoo.table.to_dict("records")):
+        name = str(rec["model"]).strip()
+        if not np.isfinite(g[i]):
+            skipped[i] = f"no {gap} gap: a metric of --gap {gap} is missing or not a number"
+        elif not converged[i] and not include_unconverged:
+            n_unconv += 1
+            skipped[i] = "unconverged (excluded; --include-unconverged keeps it)"
+        else:
+            init = rec.get("init")
+            blank = init is None or (isinstance(init, float) and math.isnan(init))
+            init_path = None if blank or not str(init).strip() else M.resolve_entry(str(init), base)
+            jobs.append((i, M.resolve_entry(name, base), init_path, name))
+    return Plan(jobs, skipped, n_unconv)
+
+
+def _engine(engine: Any, options: Any) -> Engine:
+    from ...engines import get_engine
+
+    if engine is None:
+        engine = "local"
+    if isinstance(engine, str):
+        return get_engine(engine, options)
+    if options is not None:
+        raise SpecboundError("engine_options is for an engine given by name; drop it")
+    return engine
+
+
+def correlate(
+    zoo: str | Path | M.Zoo,
+    *,
+    axes: str | Sequence[str] | None = None,
+    gap: str | None = None,
+    include_unconverged: bool = False,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    cache: bool = True,
+    device: str | None = None,
+    on_model: Callable[[int, int, str, str | None], None] | None = None,
+    analyzer: Analyzer | None = None,
+    engine: str | Engine | None = None,
+    engine_options: Any = None,
+    state_dir: str | Path | None = None,
+    on_resume: Callable[[str], None] | None = None,
+    level: float = 0.95,
+) -> Correlation:
+    """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
+
+    ``zoo``: a manifest CSV, a ``zoo train`` directory or a ``Zoo``. ``gap``: ``accuracy``
+    (train - test accuracy) or ``loss`` (test - train loss); by default accuracy when the
+    manifest has both accuracies, else loss. Every input check (manifest values, ``bootstrap``
+    in 0..100000, ``seed`` >= 0, the engine and its options) runs before the first model is
+    analyzed. Models that fail to load or analyze are listed in ``skipped`` with the reason;
+    so are unconverged models (unless ``include_unconverged``) and models without the gap's
+    metrics. ``on_model(done, n, name, error)`` after each model. ``analyzer(path, init, cache,
+    device, name)`` returns a model's measures (default: ``analysis.analyze``). ``engine``: a
+    name of ``engines.ENGINES`` (with ``engine_options``) or an ``Engine``; ``state_dir``:
+    resume records for a distributed engine (``engines.sweep``). Output schema: module doc.
+    """
+    import pandas as pd
+
+    from ...engines.sweep import analyze_models
+
+    bootstrap, seed = T.check_bootstrap(bootstrap, seed)
+    level = T.check_level(level)
+    z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
+    if isinstance(zoo, M.Zoo) and axes is not None:
+        z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task)
+    names, forms = measure_registry()
+    M.validate_manifest(z, output_columns(), models_csv_marks=names)
+    table = z.table.copy()
+    kind = normalize_kind(gap, "--gap")
+    if kind == "auto":
+        kind = default_kind(table.columns)
+    assert kind in GAP_KINDS
+    g = gap_values(table, kind)
+    converged = (
+        M.parse_converged(table["converged"])
+        if "converged" in table.columns
+        else np.ones(len(table), dtype=bool)
+    )
+    p = plan(z, g, converged, include_unconverged, kind)
+    codes = T.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
+    T.check_size(len(p.jobs), int(np.unique(T.S.row_ids(codes)).size), bootstrap)
+    eng = _engine(engine, engine_options)
+    total = len(table)
+    done = 0
+    names_of = [str(m).strip() for m in table["model"]]
+    for i in sorted(p.skipped):
+        done += 1
+        if on_model is not None:
+            on_model(done, total, names_of[i], p.skipped[i])
+    failed: dict[str, str] = {}
+    offset = done
+
+    def seen(k: int, n: int, label: str) -> None:
+        if on_model is not None:
+            on_model(offset + k, total, label, failed.get(label))
+
+    sweep = analyze_models(
+        eng,
+        [j[1] for j in p.jobs],
+        names=[j[3] for j in p.jobs],
+        analyze_kwargs={"cache": cache, "device": device},
+        per_model_kwargs=[{"init": j[2]} for j in p.jobs],
+        on_model=seen,
+        on_skip=lambda label, reason: failed.__setitem__(label, reason),
+        on_resume=on_resume,
+        state_dir=state_dir,
+        worker_fn=functools.partial(model_worker, analyzer),
+    )
+    records = table.to_dict("records")
+    rows, reasons = [], dict(p.skipped)
+    for (i, _, _, name), out in zip(p.jobs, sweep.results, strict=True):
+        if out is None:
+            reasons[i] = failed.get(name, "not analyzed")
+            continue
+        row = dict(records[i])
+        row["model"] = name
+        row["gap"] = float(g[i])
+        row["converged"] = bool(converged[i])
+        row.update({k: (math.nan if v is None else float(v)) for k, v in _values_of(out).items()})
+        rows.append(row)
+    skipped = [{"model": names_of[i], "reason": reasons[i]} for i in sorted(reasons)]
+    if not rows:
+        first = skipped[0]["reason"] if skipped else "none listed"
+        raise SpecboundError(
+            f"no model of {z.manifest} could be used ({len(skipped)} skipped; "
+            f"first: {skipped[0]['model'] if skipped else ''}: {first})"
+        )
+    models = pd.DataFrame(rows)
+    for c in CEILING_COLUMNS:
+        if c not in models.columns:
+            models[c] = math.nan
+    found = [
+        c for c in models.columns if c not in table.columns and c not in ("gap", *CEILING_COLUMNS)
+    ]
+    measures = [m for m in names if m in models.columns]
+    measures += [m for m in found if m not in measures and m != "converged"]
+    measures += add_bound_forms(models, measures, forms)
+    front = ["model", *z.axes]
+    rest = [
+        c
+        for c in table.columns
+        if c not in front and c not in measures and c not in ("gap", "converged")
+    ]
+    models = models[front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS)]
+    tables = T.correlation_study(
+        models, measures, z.axes, bootstrap=bootstrap, seed=seed, level=level
+    )
+    notes = []
+    if axes is None and not isinstance(zoo, M.Zoo):
+        notes.append(
+            f"axes by default (the varying hyperparameter columns; seed is a replicate, "
+            f"not an axis): {', '.join(z.axes) or 'none'}; choose them with --axes"
+        )
+    if "converged" not in table.columns:
+        notes.append("the manifest has no 'converged' column: every model counts as converged")
+    notes += tables.notes
+    ceiling = rank_ceiling(models)
+    return Correlation(
+        models,
+        tables.correlation,
+        pd.DataFrame(skipped, columns=SKIPPED_COLUMNS),
+        list(z.axes),
+        measures,
+        kind,
+        str(z.manifest),
+        z.task,
+        total,
+        p.n_unconverged,
+        include_unconverged,
+        bootstrap,
+        seed,
+        notes,
+        tables.differences,
+        ceiling,
+        tables.n_configurations,
+        level,
+    )

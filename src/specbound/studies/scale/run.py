@@ -1,0 +1,202 @@
+"""The scaling study (SPEC.md section 7): many models -> one table, growth fits (``fit``).
+
+``scale(models)`` analyzes every model on an engine (``engines.get_engine``; the spectra cache
+is reused) and returns a ``Study``:
+
+- ``models``: one row per model (sizes, every measure, the rank-ceiling diagnosis of SPEC 10,
+  share of matrices at p = 0 / 2);
+- ``growth``: fitted growth of each measure and of the rank ceiling along each axis
+  (``hidden_size``, ``num_layers``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .fit import CEILING_COLUMN, growth_table, measure_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ...analysis import Analysis
+    from ...engines.base import Engine
+
+PROXIES = ("spectrum_adaptive", "norm_based")
+#: models.csv: sizes, then one column per registered measure (``measure_columns()``), then the
+#: rank-ceiling diagnosis (SPEC 10), then the shares of matrices at p = 0 and p = 2.
+SIZE_COLUMNS = ["model", "num_layers", "hidden_size", "num_heads", "intermediate_size"]
+CEILING_COLUMNS = ["spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap", CEILING_COLUMN]
+P_COLUMNS = ["share_p0", "share_p2"]
+
+
+def model_columns() -> list[str]:
+    """The columns of models.csv, in order."""
+    return SIZE_COLUMNS + measure_columns() + CEILING_COLUMNS + P_COLUMNS
+
+
+def model_row(a: Analysis) -> dict[str, Any]:
+    """One row of ``models.csv`` from an Analysis."""
+    s = a.spec
+    p = a.details.p_star
+    return {
+        "model": a.model,
+        "num_layers": s.num_layers,
+        "hidden_size": s.hidden_size,
+        "num_heads": s.num_heads,
+        "intermediate_size": s.intermediate_size,
+        **{n: a.measures.get(n) for n in measure_columns()},
+        "spectrum_adaptive_share_p0": a.spectrum_adaptive_share_p0,
+        "spectrum_adaptive_ceiling_gap": a.spectrum_adaptive_ceiling_gap,
+        CEILING_COLUMN: a.log10_spectrum_adaptive_ceiling,
+        "share_p0": float(np.mean(p == 0)) if p.size else 0.0,
+        "share_p2": float(np.mean(p == 2)) if p.size else 0.0,
+    }
+
+
+@dataclass
+class Study:
+    """A multi-model scaling study: ``models`` and ``growth`` DataFrames plus the analyses."""
+
+    models: pd.DataFrame
+    growth: pd.DataFrame
+    analyses: list[Analysis] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    title: str = "Scaling study"
+    #: (model, reason) for each model that could not be analyzed (bad input) and was left out.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def verdict(self) -> list[str]:
+        """The study's answer in plain sentences, caveats included (``verdict.study_verdict``):
+        which proxy grows faster, whether the spectrum-adaptive growth is its rank ceiling's,
+        models at the ceiling, dominance, measures without a fit or an exponent."""
+        from .verdict import study_verdict
+
+        return study_verdict(self)
+
+    def to_dir(self, path: Any, extra: Callable[[Any], object] | None = None) -> Any:
+        """Write models.csv, growth.csv and skipped.csv (when models were skipped) into ``path``
+        through ``io.output_dir`` (one atomic write). No figures: ``extra(tmp)`` may add files
+        to the same write, e.g. ``lambda tmp: report.write_study(study, tmp)`` for figures/ and
+        report.html (the CLI does this); CSVs alone need no matplotlib."""
+        from pathlib import Path
+
+        import pandas as pd
+
+        from ...io import output_dir
+
+        with output_dir(path) as tmp:
+            self.models.to_csv(tmp / "models.csv", index=False, float_format="%.17g")
+            self.growth.to_csv(tmp / "growth.csv", index=False, float_format="%.17g")
+            if self.skipped:
+                pd.DataFrame(self.skipped, columns=["model", "reason"]).to_csv(
+                    tmp / "skipped.csv", index=False
+                )
+            if extra is not None:
+                extra(tmp)
+        return Path(path)
+
+
+def _check_unique(models: Sequence[Any], names: Sequence[str] | None) -> None:
+    """A model listed twice would weigh twice in the growth fits: refuse it."""
+    from ...errors import SpecboundError
+
+    seen: dict[str, str] = {}
+    for i, m in enumerate(models):
+        if not isinstance(m, (str, os.PathLike)):
+            continue
+        label = str(names[i] if names is not None else os.fspath(m))
+        key = os.path.realpath(m) if os.path.exists(m) else os.fspath(m)  # ./a and a alike
+        if key in seen:
+            same = "" if seen[key] == label else f" (as '{seen[key]}' and '{label}')"
+            raise SpecboundError(f"model '{label}' is listed twice{same}; list each model once")
+        seen[key] = label
+
+
+def _engine(engine: str | Engine, engine_options: Any) -> Engine:
+    """The engine ``scale`` runs on: ``get_engine(engine, engine_options)`` for a name."""
+    from ...engines import get_engine
+    from ...errors import SpecboundError
+
+    if isinstance(engine, str):
+        return get_engine(engine, engine_options)
+    if engine_options is not None:
+        raise SpecboundError("engine_options is for an engine given by name; drop it")
+    return engine
+
+
+def scale(
+    models: Sequence[Any],
+    *,
+    l_phi: float | None = None,
+    grid_m: int | None = None,
+    device: str | None = None,
+    cache: bool = True,
+    names: Sequence[str] | None = None,
+    on_model: Callable[[int, int, str], None] | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+    engine: str | Engine = "local",
+    engine_options: Any = None,
+    prefix: str | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    on_resume: Callable[[str], None] | None = None,
+) -> Study:
+    """Analyze every model (cache reused) and fit the growth of every measure.
+
+    ``engine``: an engine name (``"local"``: this process; ``"ray"``: one Ray task per model)
+    with ``engine_options`` (its options dataclass, e.g. ``RayOptions(address=...)``), or an
+    ``Engine`` object. ``state_dir``: keep one resume record per finished model there
+    (``engines.records``), so a re-run analyzes only the rest (``on_resume(name)`` for each
+    model found there).
+
+    A model that cannot be analyzed (a ``SpecboundError``: bad checkpoint, config, ...) is
+    skipped: ``on_skip(name, reason)`` is called and it is listed in ``Study.skipped``.
+    ``on_model(done, n, name)`` as each model finishes. Raises SpecboundError only when no
+    model could be analyzed.
+    """
+    import pandas as pd
+
+    from ...engines.sweep import analyze_models
+    from ...errors import SpecboundError
+    from ...linalg.model import check_device
+    from ...measures.bounds import check_grid_m, check_l_phi
+
+    if len(models) == 0:
+        raise SpecboundError("scale needs at least one model")
+    _check_unique(models, names)
+    # options are checked once, up front: a bad option is not a broken model
+    grid_m = check_grid_m(grid_m)
+    l_phi = None if l_phi is None else check_l_phi(l_phi)
+    check_device(device)
+    eng = _engine(engine, engine_options)
+    result = analyze_models(
+        eng,
+        models,
+        names=names,
+        on_model=on_model,
+        on_skip=on_skip,
+        analyze_kwargs={
+            "l_phi": l_phi,
+            "grid_m": grid_m,
+            "device": device,
+            "cache": cache,
+            **({"prefix": prefix} if prefix is not None else {}),
+        },
+        state_dir=state_dir,
+        on_resume=on_resume,
+    )
+    analyses, skipped = result.analyses, result.skipped
+    if not analyses:
+        raise SpecboundError(
+            f"none of the {len(models)} models could be analyzed (first: "
+            f"{skipped[0][0]}: {skipped[0][1]})"
+        )
+    table = pd.DataFrame([model_row(a) for a in analyses], columns=model_columns())
+    table = table.sort_values(["num_layers", "hidden_size", "model"], kind="stable")
+    order = list(table.index)
+    table = table.reset_index(drop=True)
+    return Study(table, growth_table(table), [analyses[i] for i in order], skipped=skipped)

@@ -1,0 +1,414 @@
+"""Which proxy grows faster? An honest reading of fitted slopes (pure functions, no I/O).
+
+Two slopes b1 ± se1 and b2 ± se2 (OLS standard errors) are called different only when
+
+    |b1 - b2| > k * sqrt(se1^2 + se2^2),   k = max(2, t_0.975(df)),
+
+df the residual degrees of freedom of the fits (the smaller of the two; k = 2 when the table
+does not say), otherwise "indistinguishable on this grid". A slope without a standard error
+(no residual degrees of freedom: as many parameters as points) cannot be judged: the verdict
+says so instead of guessing, and never calls such a difference significant. When every
+per-fixed line rests on two points the verdict says so.
+
+Beyond the two proxies (``study_verdict``): whether the spectrum-adaptive proxy grows like its
+rank ceiling B_ceiling = sum_A sqrt(r(A) N) + sqrt(L) (SPEC 10; then its growth is the ranks'
+and N's, not the trained spectra's), how many models sit at the ceiling, which measures have
+no fit and why, which are logs with negative values (their slopes are not growth exponents),
+and whether the spectrum-adaptive proxy exceeds the norm-based one in every model.
+
+Interaction: a pooled fit assumes one slope for every value of the other axis. When the
+per-fixed slopes of a measure differ pairwise by more than k combined standard errors, or the
+per-fixed verdicts disagree (slower at one fixed value, faster at another), the pooled verdict
+hides that, so ``growth_verdict`` reports it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Verdict words, from the point of view of the first slope.
+SLOWER, FASTER, SAME, UNKNOWN = "more slowly", "faster", "indistinguishable", "undetermined"
+
+K_SE = 2.0
+AXIS_SYMBOL = {"hidden_size": "N", "num_layers": "L"}
+#: the slope compared along each axis: power-law exponent in N, orders of magnitude per layer in L
+AXIS_SLOPE = {"hidden_size": "exponent", "num_layers": "log10_per_unit"}
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+#: t_0.975 quantiles of Student's t by degrees of freedom (two-sided 95%); beyond 30, ~2.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def critical_value(df: Any, k: float = K_SE) -> float:
+    """max(k, t_0.975(df)) for df >= 1 residual degrees of freedom; k when df is unknown;
+    inf when df < 1 (no standard error: nothing can be called different)."""
+    if not _finite(df):
+        return k
+    d = int(df)
+    if d < 1:
+        return math.inf
+    return max(k, _T975[d - 1] if d <= len(_T975) else 1.96)
+
+
+def compare_slopes(
+    b1: float, se1: float | None, b2: float, se2: float | None, k: float = K_SE
+) -> str:
+    """SLOWER if b1 < b2 by more than k*sqrt(se1^2+se2^2), FASTER if b1 > b2 by more,
+    SAME otherwise (also within 1e-9 relative: equal up to rounding); UNKNOWN when a slope or
+    a standard error is missing (None/NaN/inf)."""
+    if not (_finite(b1) and _finite(b2) and _finite(se1) and _finite(se2)):
+        return UNKNOWN
+    # floor: slopes equal to rounding (a proxy exactly at its ceiling) are never "different"
+    margin = max(
+        k * math.hypot(float(se1 or 0.0), float(se2 or 0.0)),
+        1e-9 * max(1.0, abs(float(b1)), abs(float(b2))),
+    )
+    diff = float(b1) - float(b2)
+    if abs(diff) <= margin:
+        return SAME
+    return SLOWER if diff < 0 else FASTER
+
+
+def inconsistent_pairs(
+    slopes: list[tuple[Any, float, float]], k: float = K_SE
+) -> list[tuple[Any, Any]]:
+    """Pairs (z_i, z_j) of per-fixed fits ``(z, slope, se)`` whose slopes differ by more than
+    k combined standard errors (pairs with a missing SE are skipped)."""
+    out = []
+    for i in range(len(slopes)):
+        for j in range(i + 1, len(slopes)):
+            zi, bi, si = slopes[i]
+            zj, bj, sj = slopes[j]
+            if compare_slopes(bi, si, bj, sj, k) in (SLOWER, FASTER):
+                out.append((zi, zj))
+    return out
+
+
+@dataclass
+class Verdict:
+    """The verdict along one axis: ``word`` for the pooled fit, ``sentence`` in HTML-free
+    words (its caveats included), ``interaction`` notes (empty when none is seen),
+    ``per_fixed`` verdict per value, ``caveats`` (e.g. two points per line) on their own."""
+
+    axis: str
+    word: str
+    sentence: str
+    interaction: list[str] = field(default_factory=list)
+    per_fixed: dict[Any, str] = field(default_factory=dict)
+    caveats: list[str] = field(default_factory=list)
+
+
+def _pm(v: float, se: float | None) -> str:
+    return f"{v:.3g}" + (f" ± {float(se or 0.0):.2g}" if _finite(se) else " (no SE)")
+
+
+def _fmt_z(z: Any) -> str:
+    try:
+        return str(int(z))
+    except (TypeError, ValueError):
+        return str(z)
+
+
+def _symbols(axis: str) -> tuple[str, str]:
+    other = "num_layers" if axis == "hidden_size" else "hidden_size"
+    return AXIS_SYMBOL.get(axis, axis), AXIS_SYMBOL.get(other, other)
+
+
+def _df(row: Any) -> Any:
+    """Residual degrees of freedom of a growth row: ``resid_df`` when the table has it, else
+    n - 2 for a per-fixed line, else unknown (None)."""
+    if "resid_df" in row.index and _finite(row["resid_df"]):
+        return int(row["resid_df"])
+    if row.get("fit") == "per_fixed" and _finite(row.get("n_points")):
+        return int(row["n_points"]) - 2
+    return None
+
+
+def _k_for(rows: list[Any], k: float) -> float:
+    dfs = [_df(r) for r in rows]
+    known = [d for d in dfs if d is not None]
+    return critical_value(min(known), k) if known else k
+
+
+def _k_text(kk: float) -> str:
+    return f"{kk:.3g}" if kk != K_SE else f"{K_SE:g}"
+
+
+def _pooled(growth: pd.DataFrame, axis: str) -> dict[str, Any]:
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    rows = growth[(growth["axis"] == axis) & (growth["fit"] == "pooled")]
+    return {r[name_col]: r for _, r in rows.iterrows()}
+
+
+def two_point_caveat(growth: pd.DataFrame, axis: str, names: tuple[str, ...]) -> str | None:
+    """A caveat when every per-fixed line of ``names`` along ``axis`` has two points."""
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    rows = growth[
+        (growth["axis"] == axis)
+        & (growth["fit"] == "per_fixed")
+        & (growth[name_col].isin(list(names)))
+    ]
+    if rows.empty or not (rows["n_points"] == 2).all():
+        return None
+    sym, other = _symbols(axis)
+    pooled = [_pooled(growth, axis).get(n) for n in names]
+    dfs = [_df(r) for r in pooled if r is not None]
+    df_text = (
+        f"; the pooled standard errors rest on {min(dfs)} residual degrees of freedom"
+        if dfs and all(d is not None for d in dfs)
+        else ""
+    )
+    return (
+        f"Each fit at fixed {other} rests on two points (two values of {sym}), so it has no "
+        f"standard error of its own{df_text}."
+    )
+
+
+def growth_verdict(
+    growth: pd.DataFrame,
+    axis: str,
+    first: str = "spectrum_adaptive",
+    second: str = "norm_based",
+    k: float = K_SE,
+) -> Verdict | None:
+    """Compare the growth of ``first`` and ``second`` along ``axis`` (see the module doc).
+
+    ``growth`` has the columns of ``study.growth`` (``proxy`` or ``measure``, ``axis``,
+    ``fit`` in {pooled, per_fixed}, ``fixed_value``, slope and ``<slope>_se``, ``n_points``,
+    optionally ``resid_df``). Returns None when the table has no pooled fit of both along
+    ``axis``.
+    """
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    slope = AXIS_SLOPE.get(axis, "exponent")
+    sym, other = _symbols(axis)
+    rows = growth[growth["axis"] == axis]
+    fits = _pooled(growth, axis)
+    if first not in fits or second not in fits:
+        return None
+    a, b = fits[first], fits[second]
+    kk = _k_for([a, b], k)
+    word = compare_slopes(a[slope], a[f"{slope}_se"], b[slope], b[f"{slope}_se"], kk)
+    unit = "exponent" if slope == "exponent" else "log10 B per layer"
+    la, lb = first.replace("_", "-"), second.replace("_", "-")
+    what = (
+        f"{unit} {_pm(a[slope], a[f'{slope}_se'])} ({la}) vs "
+        f"{_pm(b[slope], b[f'{slope}_se'])} ({lb})"
+    )
+    if word == SAME:
+        sentence = (
+            f"{what}: the difference is within {_k_text(kk)} combined standard errors, so the "
+            f"growth with {sym} is indistinguishable on this grid."
+        )
+    elif word == UNKNOWN:
+        sentence = (
+            f"{what}: without standard errors (no residual degrees of freedom: too few models "
+            f"per fit) this grid cannot tell which grows faster with {sym}."
+        )
+    else:
+        sentence = (
+            f"{what}: the spectrum-adaptive proxy grows {word} with {sym} (difference "
+            f"beyond {_k_text(kk)} combined standard errors)."
+        )
+    caveats = [c for c in [two_point_caveat(growth, axis, (first, second))] if c]
+    if caveats:
+        sentence = f"{sentence} {' '.join(caveats)}"
+
+    per: dict[Any, str] = {}
+    notes: list[str] = []
+    fixed = rows[rows["fit"] == "per_fixed"]
+    by_name: dict[str, list[tuple[Any, float, float]]] = {first: [], second: []}
+    df_of: dict[tuple[str, Any], Any] = {}
+    for _, r in fixed.iterrows():
+        if r[name_col] in by_name:
+            by_name[r[name_col]].append(
+                (r["fixed_value"], float(r[slope]), float(r[f"{slope}_se"]))
+            )
+            df_of[(r[name_col], r["fixed_value"])] = r
+    fa = {z: (bz, sz) for z, bz, sz in by_name[first]}
+    fb = {z: (bz, sz) for z, bz, sz in by_name[second]}
+    for z in sorted(set(fa) & set(fb), key=lambda v: float(v)):
+        kz = _k_for([df_of[(first, z)], df_of[(second, z)]], k)
+        per[z] = compare_slopes(fa[z][0], fa[z][1], fb[z][0], fb[z][1], kz)
+    decided = {w for w in per.values() if w in (SLOWER, FASTER)}
+    if decided == {SLOWER, FASTER}:
+        where = "; ".join(
+            f"{word_} at {other} = {_fmt_z(z)}"
+            for word_ in (SLOWER, FASTER)
+            for z in [z for z, w in per.items() if w == word_]
+        )
+        notes.append(
+            f"The comparison flips with {other}: the spectrum-adaptive proxy grows "
+            f"{where}; a single pooled verdict would hide this."
+        )
+    for name in (first, second):
+        kn = _k_for([df_of[(name, z)] for z, _, _ in by_name[name]], k)
+        pairs = inconsistent_pairs(by_name[name], kn)
+        if pairs:
+            label = name.replace("_", "-")
+            vals = ", ".join(f"{_fmt_z(z)}: {_pm(bz, sz)}" for z, bz, sz in by_name[name])
+            notes.append(
+                f"The {label} slope against {sym} differs across {other} beyond "
+                f"{_k_text(kn)} combined standard errors ({other} = {vals}): an interaction, "
+                "so the pooled slope is an average of unequal slopes."
+            )
+    return Verdict(axis, word, sentence, notes, per, caveats)
+
+
+# --- the study's answer beyond the two proxies -------------------------------------------------
+
+#: A model "sits at the rank ceiling" when log10 B_ceiling - log10 B < this (SPEC 10).
+AT_CEILING = 1e-3
+CEILING = "log10_spectrum_adaptive_ceiling"
+
+
+def ceiling_verdict(models: pd.DataFrame, growth: pd.DataFrame, axis: str) -> str | None:
+    """Whether the spectrum-adaptive proxy grows like its rank ceiling along ``axis``: the
+    fitted slope of log10 B against that of log10 B_ceiling, with their standard errors; None
+    when either pooled fit is missing. When the proxy also grows more slowly than the
+    norm-based one, says whether that slower growth is the ceiling's."""
+    fits = _pooled(growth, axis)
+    first = "spectrum_adaptive"
+    if first not in fits or CEILING not in fits:
+        return None
+    slope = AXIS_SLOPE.get(axis, "exponent")
+    sym, _ = _symbols(axis)
+    a, c = fits[first], fits[CEILING]
+    kk = _k_for([a, c], K_SE)
+    word = compare_slopes(a[slope], a[f"{slope}_se"], c[slope], c[f"{slope}_se"], kk)
+    unit = "exponent" if slope == "exponent" else "log10 per layer"
+    what = (
+        f"{unit} {_pm(a[slope], a[f'{slope}_se'])} (spectrum-adaptive) vs "
+        f"{_pm(c[slope], c[f'{slope}_se'])} (its rank ceiling sum sqrt(r N) + sqrt(L))"
+    )
+    vs_norm = growth_verdict(growth, axis)
+    slower = vs_norm is not None and vs_norm.word == SLOWER
+    if word == SAME:
+        lead = (
+            f"The spectrum-adaptive proxy's slower growth with {sym} is indistinguishable from "
+            "its rank ceiling's growth"
+            if slower
+            else f"The spectrum-adaptive proxy's growth with {sym} is indistinguishable from "
+            "its rank ceiling's"
+        )
+        return (
+            f"{lead} ({what}; within {_k_text(kk)} combined standard errors): consistent with a "
+            "proxy that follows the matrix ranks and N rather than the trained singular values."
+        )
+    if word == UNKNOWN:
+        return (
+            f"Whether the spectrum-adaptive proxy grows with {sym} as its rank ceiling does is "
+            f"undetermined ({what}: no residual degrees of freedom)."
+        )
+    return (
+        f"The spectrum-adaptive proxy grows {word} with {sym} than its rank ceiling ({what}; "
+        f"beyond {_k_text(kk)} combined standard errors): the trained spectra, not only the "
+        "ranks, shape its growth."
+    )
+
+
+def ceiling_count(models: pd.DataFrame) -> str | None:
+    """How many models sit at the rank ceiling (gap < AT_CEILING: every matrix at p* = 0)."""
+    col = "spectrum_adaptive_ceiling_gap"
+    if col not in models.columns or models.empty:
+        return None
+    gap = models[col].to_numpy(dtype=float)
+    n_at, n = int((gap < AT_CEILING).sum()), int(gap.size)
+    if n_at == 0:
+        return f"No model sits at the rank ceiling (smallest gap {gap.min():.3g} in log10)."
+    who = (
+        f"All {n} models sit"
+        if n_at == n
+        else f"{n_at} of {n} model{'s sit' if n_at > 1 else ' sits'}"
+    )
+    return (
+        f"{who} at the rank ceiling (log10 gap < {AT_CEILING:g}, every matrix at p* = 0): "
+        "there the proxy is a rank count, the same for any full-rank checkpoint of that shape."
+    )
+
+
+def exponent_allowed(models: pd.DataFrame, name: str) -> bool:
+    """Whether the fitted slopes of measure ``name`` may be called growth exponents: not
+    when its column holds negative values (a log such as log_spectral_product that is below 0:
+    a slope of a signed log, not a power of a positive growing quantity)."""
+    if name not in models.columns:
+        return False
+    y = models[name].to_numpy(dtype=float)
+    return bool(y.size) and not (y[~(y != y)] < 0).any()
+
+
+def measure_notes(models: pd.DataFrame, growth: pd.DataFrame) -> list[str]:
+    """One sentence per measure that has no growth fit (and why) or whose slopes are not
+    exponents (negative values), in models.csv order."""
+    from .fit import measure_columns, no_fit_reason
+
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    fitted = set(growth[name_col]) if not growth.empty else set()
+    notes = []
+    for name in measure_columns():
+        if name not in models.columns:
+            continue
+        if name not in fitted:
+            why = no_fit_reason(models, name) or "fewer than two values of N or L at a fixed other"
+            notes.append(f"{name} has no growth fit: {why}.")
+        elif not exponent_allowed(models, name):
+            n_neg = int((models[name].to_numpy(dtype=float) < 0).sum())
+            notes.append(
+                f"{name} is negative on {n_neg} of {len(models)} models: its fitted slopes are "
+                "changes of that value per decade of N or per layer, not growth exponents."
+            )
+    return notes
+
+
+def dominance_note(models: pd.DataFrame) -> str | None:
+    """Says so when the spectrum-adaptive proxy exceeds the norm-based one in every model."""
+    if not {"spectrum_adaptive", "norm_based"} <= set(models.columns) or models.empty:
+        return None
+    sa = models["spectrum_adaptive"].to_numpy(dtype=float)
+    nb = models["norm_based"].to_numpy(dtype=float)
+    if (sa > nb).all():
+        return (
+            f"The spectrum-adaptive proxy exceeds the norm-based one in every model "
+            f"({sa.size} of {sa.size}): on these models it is the larger (looser) of the two."
+        )
+    return None
+
+
+def study_verdict(study: Any) -> list[str]:
+    """The answer of ``study`` (a ``Study``: its ``models`` and ``growth``) in plain
+    sentences, caveats included (what a report or a terminal prints first): per axis the
+    proxies' growth (``growth_verdict``) with its interaction notes and whether the
+    spectrum-adaptive growth is its rank ceiling's; then the models at the ceiling,
+    dominance, and measures without a fit or an exponent."""
+    from .fit import AXES
+
+    m, g = study.models, study.growth
+    out: list[str] = []
+    for axis in AXES:
+        v = growth_verdict(g, axis) if not g.empty else None
+        if v is not None:
+            out.append(v.sentence)
+            out.extend(v.interaction)
+        c = ceiling_verdict(m, g, axis) if not g.empty else None
+        if c is not None:
+            out.append(c)
+    for line in (ceiling_count(m), dominance_note(m)):
+        if line:
+            out.append(line)
+    out.extend(measure_notes(m, g))
+    return out

@@ -1,0 +1,183 @@
+"""Train one zoo model (or begin and finish one, for ``ensemble.py``): the optimizer, the
+stopping rule and the atomic write of its model directory.
+
+Full batch AdamW (betas 0.9, 0.98, gradient norm clipped at 1) on cross-entropy, stopping as soon
+as the training cross-entropy is <= the plan's ``target_loss`` or after ``max_steps`` steps. The
+directory is written to a temporary directory and renamed into place, so a finished model
+directory is complete and a re-run skips it (layout: ``train.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from . import zoodir
+from .data import data_record
+from .plan import ZooPlan
+from .tasks import Task
+
+__all__ = [
+    "BETAS",
+    "CLIP_NORM",
+    "OPTIMIZER",
+    "begin_model",
+    "evaluate",
+    "finish_model",
+    "train_model",
+]
+
+CLIP_NORM = 1.0
+BETAS = (0.9, 0.98)
+OPTIMIZER = f"AdamW(betas=(0.9, 0.98)), full batch, grad norm clip {CLIP_NORM}"
+
+
+@contextlib.contextmanager
+def _torch_settings(threads: int) -> Iterator[None]:
+    """Deterministic kernels and ``threads`` intra-op threads, restored afterwards."""
+    import torch
+
+    old_threads = torch.get_num_threads()
+    old_det = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.use_deterministic_algorithms(old_det)
+
+
+def evaluate(task: Task, model: Any, x: Any, y: Any) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of ``model`` on ``(x, y)``, eval mode, no gradients."""
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        logits = task.logits(model, x)
+        loss = torch.nn.functional.cross_entropy(logits, y).item()
+        acc = (logits.argmax(dim=-1) == y).double().mean().item()
+    return float(loss), float(acc)
+
+
+def _save(model: Any, where: Path) -> None:
+    try:
+        model.save_pretrained(where, safe_serialization=True)
+    except OSError:
+        raise
+    except Exception as exc:  # safetensors reports a failed write as its own error type
+        if "safetensor" in type(exc).__name__.lower() or "No space" in str(exc):
+            raise OSError(f"cannot write {where}: {exc}") from exc
+        raise
+
+
+def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> dict[str, Any]:
+    """Split, seed, build and save the initialization of one grid point into a temp dir.
+
+    Returns ``{"t0", "train_idx", "test_idx", "model", "tmp"}``; the same for both paths.
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    train_idx, test_idx = task.split(params[task.size_axis], params["seed"])
+    torch.manual_seed(params["seed"])
+    model = task.build(params["depth"], params["width"], data.num_classes)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        tmp.chmod(0o777 & ~zoodir.umask())
+        _save(model, tmp / "init")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"t0": t0, "train_idx": train_idx, "test_idx": test_idx, "model": model, "tmp": tmp}
+
+
+def finish_model(
+    plan_: ZooPlan,
+    data: Any,
+    params: dict[str, Any],
+    dest: Path,
+    state: dict[str, Any],
+    steps: int,
+    device: Any,
+    ensemble: int,
+    wall_s: float | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``state["model"]`` (trained, on ``device``), write its files, rename into place."""
+    task = plan_.task
+    model, tmp = state["model"], state["tmp"]
+    train_idx, test_idx = state["train_idx"], state["test_idx"]
+    try:
+        xtr, ytr = data.x[train_idx].to(device), data.y[train_idx].to(device)
+        xte, yte = data.x[test_idx].to(device), data.y[test_idx].to(device)
+        train_loss, train_acc = evaluate(task, model, xtr, ytr)
+        test_loss, test_acc = evaluate(task, model, xte, yte)
+        model.to("cpu")
+        _save(model, tmp)
+        metrics = {
+            "task": task.name,
+            "hyperparameters": params,
+            "train_size": len(train_idx),
+            "test_size": len(test_idx),
+            "train_loss": train_loss,
+            "test_loss": test_loss,
+            "train_acc": train_acc,
+            "test_acc": test_acc,
+            "steps": steps,
+            "max_steps": plan_.max_steps,
+            "target_loss": plan_.target_loss,
+            "converged": bool(train_loss <= plan_.target_loss),
+            "optimizer": OPTIMIZER,
+            "device": str(device),
+            "ensemble": ensemble,
+            "wall_s": round(time.perf_counter() - state["t0"] if wall_s is None else wall_s, 3),
+        }
+        (tmp / "split.json").write_text(json.dumps({"train": train_idx, "test": test_idx}))
+        rec = data_record(task, params, train_idx, test_idx, data)
+        (tmp / "data.json").write_text(json.dumps(rec) + "\n")
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        os.rename(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return metrics
+
+
+def train_model(
+    plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path, device: str = "cpu"
+) -> dict[str, Any]:
+    """Train one grid point alone (``--ensemble 1``) and write its directory ``dest``."""
+    import torch
+
+    task = plan_.task
+    state = begin_model(task, data, params, dest)
+    try:
+        dev = torch.device(device)
+        xtr, ytr = data.x[state["train_idx"]].to(dev), data.y[state["train_idx"]].to(dev)
+        model = state["model"]
+        model.to(dev)
+        opt = torch.optim.AdamW(
+            model.parameters(), lr=params["lr"], weight_decay=params["weight_decay"], betas=BETAS
+        )
+        steps = 0
+        model.train()
+        while True:
+            loss = torch.nn.functional.cross_entropy(task.logits(model, xtr), ytr)
+            if loss.item() <= plan_.target_loss or steps >= plan_.max_steps:
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+            opt.step()
+            steps += 1
+    except BaseException:
+        shutil.rmtree(state["tmp"], ignore_errors=True)
+        raise
+    return finish_model(plan_, data, params, dest, state, steps, dev, 1)

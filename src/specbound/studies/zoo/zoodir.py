@@ -1,0 +1,315 @@
+"""The zoo directory: what specbound wrote there, the lock, zoo.json, zoo.csv, finished models.
+
+Rules (the output-folder rules of ``specbound.io``, for a folder that grows model by model):
+
+- ``ZOO/.specbound-manifest.json`` (``{"written_by", "kind": "zoo", "files", "dirs",
+  "sha256"}``) says which top-level files specbound wrote and their checksums. A non-empty
+  ``--out`` without it is refused (it is not a zoo of ours); a zoo.json or zoo.csv whose bytes
+  differ from the recorded checksum was edited or replaced by someone else and is refused, never
+  overwritten. Files specbound did not write are never touched (a user's ``.lock`` included:
+  ours is ``.specbound-zoo.lock``, opened without truncation).
+- zoo.json records the plan (task, preset, grid, stopping rule); a re-run with another plan is
+  refused with one line naming what changed (train it into a new ``--out``).
+- A model directory counts as finished only when every file is there and metrics.json is valid
+  and agrees with the plan; anything else is one ``error:`` line naming the directory.
+- OSErrors (read-only or full file system, permissions) become one-line ``SpecboundError``s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...errors import SpecboundError
+from .plan import ZooPlan
+
+MANIFEST = ".specbound-manifest.json"
+LOCK = ".specbound-zoo.lock"
+#: Files every finished model directory holds.
+MODEL_FILES = (
+    "config.json",
+    "model.safetensors",
+    "init/config.json",
+    "init/model.safetensors",
+    "split.json",
+    "data.json",
+    "metrics.json",
+)
+METRIC_KEYS = {
+    "task": str,
+    "hyperparameters": dict,
+    "train_size": int,
+    "test_size": int,
+    "train_loss": float,
+    "test_loss": float,
+    "train_acc": float,
+    "test_acc": float,
+    "steps": int,
+    "max_steps": int,
+    "target_loss": float,
+    "converged": bool,
+    "wall_s": float,
+}
+CSV_COLUMNS = [
+    "model",
+    "init",
+    "train_size",
+    "test_size",
+    "converged",
+    "train_acc",
+    "test_acc",
+    "train_loss",
+    "test_loss",
+    "steps",
+    "wall_s",
+]
+
+
+def umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def os_error(path: Path, exc: OSError) -> SpecboundError:
+    """One line for a failed write: the path and the reason (full disk, read-only, ...)."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ENOSPC:
+        reason = "no space left on device"
+    elif exc.errno == errno.EROFS:
+        reason = "read-only file system"
+    where = exc.filename or path
+    return SpecboundError(
+        f"cannot write the zoo {path} ({where}: {reason}); free space, fix permissions "
+        "or choose another --out"
+    )
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def _read_manifest(out: Path) -> dict[str, Any] | None:
+    try:
+        m = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(m, dict) or m.get("kind") != "zoo" or not isinstance(m.get("sha256"), dict):
+        return None
+    return m
+
+
+def _write_manifest(out: Path, sha: dict[str, str]) -> None:
+    from ..._version import __version__
+
+    doc = {
+        "written_by": f"specbound {__version__}",
+        "kind": "zoo",
+        "files": ["zoo.json", "zoo.csv", LOCK],
+        "dirs": ["models"],
+        "sha256": sha,
+    }
+    atomic_write_text(out / MANIFEST, json.dumps(doc, indent=1) + "\n")
+
+
+def check_zoo(out: Path, plan_: ZooPlan) -> bool:
+    """Refuse an ``--out`` specbound may not write (module doc); True when it is a new zoo."""
+    if out.exists() and not out.is_dir():
+        raise SpecboundError(f"--out {out} exists and is not a directory; choose another path")
+    if not out.is_dir():
+        return True
+    try:
+        entries = {p.name for p in out.iterdir()}
+    except OSError as exc:
+        raise os_error(out, exc) from None
+    if not entries:
+        return True
+    man = _read_manifest(out)
+    if man is None:
+        raise SpecboundError(
+            f"--out {out} is not empty and is not a zoo written by specbound (no valid {MANIFEST})"
+            "; choose a new or empty directory: specbound never overwrites files it did not write"
+        )
+    for name in ("zoo.json", "zoo.csv"):
+        have = _file_sha(out / name)
+        if have is not None and have != man["sha256"].get(name):
+            raise SpecboundError(
+                f"{out / name} was changed since specbound wrote it; move it away "
+                "(specbound never overwrites files it did not write) or choose another --out"
+            )
+    meta_path = out / "zoo.json"
+    if not meta_path.is_file():
+        return True  # a zoo whose first run stopped before writing zoo.json
+    old = json.loads(meta_path.read_text())  # checksummed: ours
+    if old.get("task") != plan_.task.name:
+        raise SpecboundError(
+            f"{out} holds a zoo of task '{old.get('task')}', not '{plan_.task.name}'; "
+            "choose another --out"
+        )
+    new = plan_.record()
+    for key in ("preset", "grid", "max_steps", "target_loss"):
+        if old.get(key) != new[key]:
+            raise SpecboundError(
+                f"{out} was trained with {key} {json.dumps(old.get(key))}, this run asks "
+                f"{json.dumps(new[key])}; a zoo holds one plan: re-run with the same preset, grid "
+                "and stopping rule, or train into a new --out"
+            )
+    return False
+
+
+@contextlib.contextmanager
+def lock(out: Path) -> Iterator[None]:
+    """Hold ``ZOO/.specbound-zoo.lock`` (flock; created, never truncated) while writing."""
+    out.mkdir(parents=True, exist_ok=True)
+    if _read_manifest(out) is None:
+        _write_manifest(out, {})
+    try:
+        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    except IsADirectoryError:
+        raise SpecboundError(f"{out / LOCK} is a directory; move it away") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise SpecboundError(
+                f"another 'zoo train' is writing to {out}; wait for it or choose another --out"
+            ) from exc
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sha_update(out: Path, name: str, text: str) -> None:
+    man = _read_manifest(out) or {"sha256": {}}
+    sha = dict(man["sha256"])
+    sha[name] = _sha(text)
+    _write_manifest(out, sha)  # first the checksum, then the file: a crash between leaves
+    atomic_write_text(out / name, text)  # a mismatch (refused), never an unrecorded file
+
+
+def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
+    """ZOO/zoo.json: the plan record plus descriptive fields (axes, size axis, model count)."""
+    (out / "models").mkdir(parents=True, exist_ok=True)
+    meta = {
+        **plan_.record(),
+        "description": plan_.task.description,
+        "axes": list(plan_.task.axes),
+        "size_axis": plan_.task.size_axis,
+        "grid_file": grid_source,
+        "num_models": len(plan_.points()),
+    }
+    text = json.dumps(meta, indent=2) + "\n"
+    old = out / "zoo.json"
+    if old.is_file():  # keep the first run's grid_file text: only the plan must match
+        prev = json.loads(old.read_text())
+        meta["grid_file"] = prev.get("grid_file", grid_source)
+        text = json.dumps(meta, indent=2) + "\n"
+        if old.read_text() == text:
+            return
+    _sha_update(out, "zoo.json", text)
+
+
+def _damaged(dest: Path, why: str) -> SpecboundError:
+    return SpecboundError(
+        f"{dest} is not a finished model ({why}); move it away (or delete it) and re-run"
+    )
+
+
+def finished_metrics(dest: Path, params: dict[str, Any], plan_: ZooPlan) -> dict[str, Any] | None:
+    """metrics.json of a finished model directory, None when ``dest`` does not exist yet.
+
+    A directory with a missing file, unreadable or incomplete metrics.json, or metrics that
+    disagree with the grid point or the plan is refused with one line (never counted done).
+    """
+    if not dest.exists() and not dest.is_symlink():
+        return None
+    if not dest.is_dir():
+        raise _damaged(dest, "not a directory")
+    for f in MODEL_FILES:
+        if not (dest / f).is_file():
+            raise _damaged(dest, f"no {f}")
+    try:
+        m = json.loads((dest / "metrics.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise _damaged(dest, f"metrics.json is not valid JSON: {type(exc).__name__}") from None
+    if not isinstance(m, dict):
+        raise _damaged(dest, "metrics.json is not a JSON object")
+    for key, typ in METRIC_KEYS.items():
+        v = m.get(key)
+        ok = isinstance(v, typ) and not (typ is int and isinstance(v, bool))
+        if typ is float:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not ok:
+            raise _damaged(dest, f"metrics.json lacks a valid '{key}'")
+    if m["hyperparameters"] != params:
+        raise _damaged(dest, "metrics.json holds other hyperparameters than its name says")
+    if (m["max_steps"], m["target_loss"], m["task"]) != (
+        plan_.max_steps,
+        plan_.target_loss,
+        plan_.task.name,
+    ):
+        raise _damaged(dest, "metrics.json was trained under another stopping rule or task")
+    return m
+
+
+def manifest_row(name: str, m: dict[str, Any], axes: tuple[str, ...]) -> dict[str, Any]:
+    row = {
+        "model": f"models/{name}",
+        "init": f"models/{name}/init",
+        "train_size": m["train_size"],
+        "test_size": m["test_size"],
+        "converged": m["converged"],
+    }
+    for k in ("train_acc", "test_acc", "train_loss", "test_loss", "steps", "wall_s"):
+        row[k] = m[k]
+    for a in axes:
+        row[a] = m["hyperparameters"].get(a)
+    return row
+
+
+def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any:
+    """(Re)write ZOO/zoo.csv: one row per finished model of the plan, in grid order."""
+    import pandas as pd
+
+    from .plan import model_name
+
+    axes = plan_.task.axes
+    rows = [
+        manifest_row(n, done[n], axes) for n in (model_name(p) for p in plan_.points()) if n in done
+    ]
+    cols = [*CSV_COLUMNS, *[a for a in axes if a != "train_size"]]
+    df = pd.DataFrame(rows, columns=cols)
+    text = df.to_csv(index=False)
+    if (out / "zoo.csv").is_file() and (out / "zoo.csv").read_text() == text:
+        return df
+    _sha_update(out, "zoo.csv", text)
+    return df

@@ -1,0 +1,335 @@
+"""``DIR/track.csv`` (+ ``track.json``): the one place that writes and reads a tracker's rows.
+
+Columns::
+
+    step, wall_s, analysis_s, <metrics the loop reported>, <measures>, <data measures>,
+    QK_mean_p_star, QK_share_p0, QK_contribution, ... (OV, M_in, M_out),
+    spectrum_adaptive_share_p0, spectrum_adaptive_ceiling_gap, nonfinite
+
+Whole rows only: each row is appended with one ``os.write`` + fsync, and a failed write (a full
+disk) is truncated back to the last whole row before :class:`SpecboundError` names the file; a
+metric that first appears later rewrites the file through a temp file and a rename. A value that
+is not a finite number is written empty and counted in ``nonfinite``. ``track.json`` beside it
+marks the file as specbound's: a file specbound did not write is never touched, and a second run
+into an existing track file is refused unless ``resume`` or ``overwrite``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._version import __version__
+from ..errors import SpecboundError
+from ..linalg.spectra import MATRIX_TYPES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TRACK_CSV = "track.csv"
+TRACK_JSON = "track.json"
+TRACK_FORMAT = "specbound-track/1"
+#: The first columns of every track.csv.
+BASE_COLUMNS = ("step", "wall_s", "analysis_s")
+#: Per matrix type: mean p*, share of matrices at p* = 0, summed contribution c*.
+TYPE_STATS = ("mean_p_star", "share_p0", "contribution")
+TYPE_COLUMNS = tuple(f"{t}_{s}" for t in MATRIX_TYPES for s in TYPE_STATS)
+#: Whole-model spectrum-adaptive statistics (Analysis attributes of these names).
+ANALYSIS_COLUMNS = ("spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap")
+#: The count of the row's values that were not finite numbers (written empty).
+NOTE_COLUMN = "nonfinite"
+#: Every column that is not a metric the loop reports (``trajectory`` plots none of them as
+#: a metric).
+NOTE_COLUMNS = (NOTE_COLUMN,)
+
+#: The low-level write (tests replace it to simulate a full disk).
+_write = os.write
+
+
+def cell(v: Any) -> tuple[str, bool]:
+    """(the CSV text of ``v``, whether it was a non-finite number written empty)."""
+    if v is None:
+        return "", False
+    if isinstance(v, (bool, np.bool_)):
+        return str(int(v)), False
+    if isinstance(v, (int, np.integer)):
+        return str(int(v)), False
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return "", True
+        return repr(f), False  # shortest round-trip form
+    return str(v), False
+
+
+def _encode(values: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(values)
+    return buf.getvalue()
+
+
+def _disk_error(path: Path, exc: OSError) -> SpecboundError:
+    return SpecboundError(
+        f"cannot write {path}: {exc.strerror or exc}; the rows written before are kept whole "
+        "(free disk space, or choose another out directory)"
+    )
+
+
+class TrackFile:
+    """``DIR/track.csv`` (+ ``track.json``). ``resume``: continue a file an earlier run wrote
+    (its rows are kept); ``overwrite``: replace it; neither: an existing file with rows is
+    refused."""
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        meta: Mapping[str, Any],
+        *,
+        resume: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        if resume and overwrite:
+            raise SpecboundError("pass resume=True or overwrite=True, not both")
+        self.dir = Path(out)
+        self.csv = self.dir / TRACK_CSV
+        self.json = self.dir / TRACK_JSON
+        self.columns: list[str] = []
+        self.rows: list[dict[str, str]] = []
+        self.meta = dict(meta)
+        self._marked = False
+        self._check_and_load(resume, overwrite)
+
+    @property
+    def steps(self) -> set[int]:
+        """The steps already recorded."""
+        out = set()
+        for r in self.rows:
+            try:
+                out.add(int(float(r.get("step", ""))))
+            except ValueError:
+                continue
+        return out
+
+    def _mark(self) -> None:
+        """Write track.json (before the first row): the file is specbound's."""
+        from ..io import atomic_file
+
+        text = json.dumps(
+            {"written_by": f"specbound {__version__}", "format": TRACK_FORMAT, **self.meta},
+            indent=1,
+            default=str,
+        )
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with atomic_file(self.json, "w") as fh:
+                fh.write(text + "\n")
+        except OSError as exc:
+            raise SpecboundError(
+                f"cannot write {self.json}: {exc.strerror or exc}; choose another out directory"
+            ) from None
+        self._marked = True
+
+    def _ours(self) -> bool:
+        try:
+            info = json.loads(self.json.read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(info, dict) and info.get("format") == TRACK_FORMAT
+
+    def _check_and_load(self, resume: bool, overwrite: bool) -> None:
+        if self.dir.exists() and not self.dir.is_dir():
+            raise SpecboundError(f"out {self.dir} is a file; pass a directory for track.csv")
+        for p in (self.csv, self.json):
+            if p.exists() and not p.is_file():
+                raise SpecboundError(
+                    f"{p} exists and is not a regular file; move it away or choose another "
+                    "out directory"
+                )
+        if self.json.exists() and not self._ours():
+            raise SpecboundError(
+                f"{self.json} was not written by specbound; move it away or "
+                "choose another out directory"
+            )
+        if not self.csv.exists():
+            return
+        if not self._ours():
+            raise SpecboundError(
+                f"{self.csv} exists and was not written by specbound (no "
+                f"{TRACK_JSON}); move it away or choose another out directory"
+            )
+        df_rows = _read_rows(self.csv)
+        header, rows = df_rows[0], df_rows[1]
+        if tuple(header[:3]) != BASE_COLUMNS:
+            raise SpecboundError(
+                f"{self.csv} does not start with {','.join(BASE_COLUMNS)}; it "
+                "was not written by specbound: move it away"
+            )
+        if rows and not (resume or overwrite):
+            raise SpecboundError(
+                f"{self.csv} already holds {len(rows)} rows of an earlier run; pass "
+                "resume=True to continue it or overwrite=True to replace it"
+            )
+        if overwrite:
+            return  # replaced by the first row (temp file + rename)
+        self.columns = header
+        self.rows = [dict(zip(header, r, strict=False)) for r in rows]
+
+    def append(self, row: Mapping[str, Any], tail: Sequence[str]) -> dict[str, str]:
+        """Append ``row`` (a whole row, or nothing on a write error); keys not yet in the
+        header widen it (file rewritten through a temp file). Returns the cells written.
+
+        Column order: the base columns, metrics in order of appearance, then ``tail``
+        (measures and the other computed columns) in its order, ``nonfinite`` last.
+        """
+        if not self._marked:
+            self._mark()
+        cells: dict[str, str] = {}
+        bad = 0
+        for k, v in row.items():
+            if k == NOTE_COLUMN:
+                continue
+            cells[k], nonfinite = cell(v)
+            bad += nonfinite
+        cells[NOTE_COLUMN] = str(bad)
+        new = [k for k in cells if k not in self.columns]
+        if new or not self.csv.exists() or not self.columns:
+            cols = list(self.columns) + new
+            tail_set = set(tail) | {NOTE_COLUMN}
+            columns = (
+                list(BASE_COLUMNS)
+                + [c for c in cols if c not in BASE_COLUMNS and c not in tail_set]
+                + [c for c in tail if c in cols and c != NOTE_COLUMN]
+                + [NOTE_COLUMN]
+            )
+            self._rewrite(columns, [*self.rows, cells])
+            self.columns = columns
+        else:
+            self._append_line(_encode([cells.get(c, "") for c in self.columns]))
+        self.rows.append(cells)
+        return cells
+
+    def _append_line(self, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            fd = os.open(self.csv, os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise _disk_error(self.csv, exc) from None
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    done = _write(fd, view)
+                    view = view[done:]
+                os.fsync(fd)
+            except OSError as exc:
+                try:  # leave only whole rows
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                except OSError:
+                    pass
+                raise _disk_error(self.csv, exc) from None
+        finally:
+            os.close(fd)
+
+    def _rewrite(self, columns: list[str], rows: list[dict[str, str]]) -> None:
+        from ..io import atomic_file
+
+        text = _encode(columns) + "".join(_encode([r.get(c, "") for c in columns]) for r in rows)
+        try:
+            with atomic_file(self.csv, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise _disk_error(self.csv, exc) from None
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of ``path``; an interrupted last line (no newline at the end of the file
+    and too few fields) is left out with a warning."""
+    from ..io.checkpoint import check_regular_file
+
+    check_regular_file(path, "track.csv", "pass the out directory of a specbound Tracker")
+    try:
+        text = path.read_bytes().decode("utf-8")
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SpecboundError(f"{path} cannot be read as a track.csv ({first})") from None
+    header = rows[0] if rows else []
+    body = rows[1:]
+    if body and text and not text.endswith("\n") and len(body[-1]) < len(header):
+        warnings.warn(
+            f"specbound: {path} ends in an interrupted row (line {len(rows)}); it is left out",
+            stacklevel=3,
+        )
+        body = body[:-1]
+    return header, body
+
+
+def read_track(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The rows of ``path`` (a tracker's out directory or its track.csv) as a DataFrame sorted
+    by step, floats exact; every cell a finite number or empty (NaN: undefined). One-line
+    :class:`SpecboundError` for a file specbound did not write or a damaged one."""
+    import pandas as pd
+
+    p = Path(path)
+    csv_path = p / TRACK_CSV if p.is_dir() else p
+    if not csv_path.exists():
+        raise SpecboundError(
+            f"{csv_path} does not exist; pass the out directory of a specbound "
+            "Tracker/callback (it holds track.csv)"
+        )
+    header, rows = _read_rows(csv_path)
+    if tuple(header[:3]) != BASE_COLUMNS:
+        raise SpecboundError(
+            f"{csv_path} is not a specbound track.csv (it must start with {','.join(BASE_COLUMNS)})"
+        )
+    if len(set(header)) != len(header):
+        dup = next(c for c in header if header.count(c) > 1)
+        raise SpecboundError(f"{csv_path} names column '{dup}' twice; the file is damaged")
+    if not rows:
+        raise SpecboundError(f"{csv_path} has no rows yet; train for at least one evaluation")
+    for i, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise SpecboundError(
+                f"{csv_path} line {i} has {len(row)} fields but the header has "
+                f"{len(header)}; the file is damaged"
+            )
+    columns: dict[str, np.ndarray] = {}
+    for j, col in enumerate(header):  # every value a finite number or empty (undefined)
+        values = np.full(len(rows), np.nan)
+        for i, row in enumerate(rows):
+            text = row[j].strip()
+            if text == "" or text.lower() == "nan":  # empty (or an older tracker's nan): undefined
+                continue
+            try:
+                v = float(text)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise SpecboundError(
+                    f"{csv_path} line {i + 2}, column '{col}': {row[j]!r} "
+                    "is not a finite number; the file is damaged"
+                )
+            values[i] = v
+        columns[col] = values
+    df = pd.DataFrame(columns, columns=header)
+    dup = df["step"].duplicated()
+    if df["step"].isna().any() or dup.any():
+        which = f"step {df['step'][dup].iloc[0]:g} twice" if dup.any() else "an empty step"
+        raise SpecboundError(f"{csv_path} has {which}; one row per evaluation step")
+    return df.sort_values("step", kind="stable").reset_index(drop=True)

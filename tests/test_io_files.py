@@ -1,0 +1,87 @@
+"""specbound.io.files: strict JSON out (no NaN/Infinity tokens), atomic single-file writes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specbound.io.files import atomic_file, canonical_json, dumps_json, json_safe, write_json
+
+
+def _strict_loads(text: str):
+    def refuse(token: str):
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_non_finite_written_as_null() -> None:
+    obj = {
+        "a": math.inf,
+        "b": -math.inf,
+        "c": math.nan,
+        "d": np.float64("inf"),
+        "e": np.float32("nan"),
+        "f": [1.5, np.inf, (2, np.nan)],
+        "g": np.array([1.0, np.nan, 3.0]),
+        "h": {"log10": 400.0, "value": math.inf},  # beyond float64: the log10 is kept
+    }
+    text = dumps_json(obj, indent=2)
+    assert "NaN" not in text and "Infinity" not in text
+    back = _strict_loads(text)
+    assert back == {
+        "a": None,
+        "b": None,
+        "c": None,
+        "d": None,
+        "e": None,
+        "f": [1.5, None, [2, None]],
+        "g": [1.0, None, 3.0],
+        "h": {"log10": 400.0, "value": None},
+    }
+
+
+def test_numpy_scalars_and_paths() -> None:
+    obj = {
+        "i": np.int64(3),
+        "u": np.uint8(7),
+        "b": np.bool_(True),
+        "f": np.float32(0.5),
+        "p": Path("/x/y"),
+        "big": 10**30,
+    }
+    back = _strict_loads(dumps_json(obj))
+    assert back == {"i": 3, "u": 7, "b": True, "f": 0.5, "p": "/x/y", "big": 10**30}
+    assert type(json_safe(np.int64(3))) is int and type(json_safe(np.bool_(False))) is bool
+    with pytest.raises(TypeError):
+        dumps_json({"x": object()})
+
+
+def test_canonical_json_refuses_rather_than_nulls() -> None:
+    assert canonical_json({"b": 1, "a": [1.5]}) == b'{"a":[1.5],"b":1}'
+    with pytest.raises(ValueError, match="Out of range float"):
+        canonical_json({"x": math.nan})
+
+
+def test_write_json_atomic(tmp_path: Path) -> None:
+    p = tmp_path / "d" / "x.json"
+    write_json(p, {"v": math.inf, "ok": 1})
+    assert _strict_loads(p.read_text()) == {"v": None, "ok": 1}
+    before = p.read_text()
+    with pytest.raises(TypeError):
+        write_json(p, {"v": object()})  # fails before the file is touched
+    assert p.read_text() == before
+
+    def interrupted() -> None:
+        with atomic_file(p, "w") as fh:
+            fh.write("half")
+            raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        interrupted()
+    assert p.read_text() == before
+    assert sorted(q.name for q in p.parent.iterdir()) == ["x.json"]

@@ -1,0 +1,345 @@
+"""Every report page: hostile user strings escaped (issue 20), answer first with its caveats,
+one HTML layer (issue 21, 23); optional headless-Chromium screenshots at 1280 and 900 px."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from study_helpers import write_bert
+
+pytest.importorskip("matplotlib")
+
+HOSTILE = "x<script>alert(3)</script>"
+TEX = "$\\foo$"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+#: A hostile directory name (no "/": it is one path component).
+HOSTILE_DIR = "x<script>alert(3)"
+
+
+def _safe(html: str, needle: str = HOSTILE) -> None:
+    """No hostile markup survived, and the escaped form is there."""
+    assert "<script>alert" not in html and "alert(3)</script>" not in html
+    assert needle.replace("<", "&lt;").replace(">", "&gt;") in html
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECBOUND_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# --- the HTML layer ---------------------------------------------------------------------------
+
+
+def test_one_escaper_one_table() -> None:
+    from specbound.report import html as H
+
+    assert H.escape('<a href="x">&') == "&lt;a href=&quot;x&quot;&gt;&amp;"
+    t = H.table(
+        pd.DataFrame(
+            {"model": [HOSTILE, "b"], "num_parameters": [22713728, 5], "v": [np.nan, 1234567.0]}
+        )
+    )
+    _safe(t)
+    assert ">22,713,728<" in t and ">1,234,567<" in t  # thousands separators
+    assert ">undefined<" in t and "n/a" not in t and ">-<" not in t
+    assert 'data-v="22713728"' in t  # sort keys stay plain numbers
+    big = H.table(pd.DataFrame({"i": range(223)}), page_size=50)
+    assert big.count("<tr>") == 224  # every row is in the page (paged, not cut)
+    assert 'class="sortable paged"' in big and "First 200" not in big
+
+
+def test_trajectory_uses_the_one_escaper() -> None:
+    src = (Path(__file__).parents[1] / "src/specbound/report/pages/trajectory.py").read_text()
+    assert "_esc" not in src and "html.escape" not in src
+    pages = Path(__file__).parents[1] / "src/specbound/report"
+    escapers = [p for p in pages.rglob("*.py") if "html.escape(" in p.read_text()]
+    assert [p.name for p in escapers] == ["html.py"]
+
+
+# --- analysis page ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def analysis_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    import specbound
+    from specbound.report.pages.analysis import write_analysis_report
+
+    root = tmp_path_factory.mktemp("an")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECBOUND_CACHE_DIR", str(root / "cache"))
+        model = write_bert(root / HOSTILE_DIR, 2, 64)
+        a = specbound.analyze(str(model))
+        out = root / "out"
+        out.mkdir()
+        write_analysis_report(a, out, esd="all")
+    return out / "report.html", a
+
+
+def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, object]) -> None:
+    path, a = analysis_page
+    html = path.read_text()
+    _safe(html, HOSTILE_DIR)
+    answer = html.split("<figure", 1)[0]
+    lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
+    if a.spectrum_adaptive_share_p0 == 1.0:
+        assert "rank ceiling" in lead and "the same for any full-rank checkpoint" in lead
+    else:
+        assert "below its rank ceiling" in lead
+    assert "not bounds on the test error" in answer
+    assert answer.index("rank ceiling") < answer.index("spectrum-adaptive proxy:")
+    assert "<h2>Glossary</h2>" in html and "depth_factor" in html and "grid m" in html
+    assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
+    figs = path.parent / "figures"
+    for name in ("esd", "htsr_alpha", "depth_factor", "spectral_decay"):
+        assert {p.suffix for p in figs.glob(f"{name}*.*")} >= {".png", ".pdf", ".svg"}, name
+
+
+def test_esd_option(analysis_page: tuple[Path, object], tmp_path: Path) -> None:
+    from specbound.errors import SpecboundError
+    from specbound.report.figures.htsr import esd_selection, htsr_fits
+    from specbound.report.pages.analysis import write_analysis_report
+
+    _, a = analysis_page
+    fits = htsr_fits(a)
+    fitted = [i for i, f in enumerate(fits) if f.alpha is not None]
+    assert esd_selection(a, "all") == fitted and esd_selection(a, "none") == []
+    worst = esd_selection(a, "worst")
+    assert 0 < len(worst) <= 4 and set(worst) <= set(fitted)
+    # worst: farthest from 2..6 first (recomputed here from the alphas)
+    dist = [max(2.0 - fits[i].alpha, fits[i].alpha - 6.0, 0.0) for i in worst]
+    assert dist == sorted(dist, reverse=True)
+    with pytest.raises(SpecboundError, match="esd"):
+        write_analysis_report(a, tmp_path, esd="some")
+    write_analysis_report(a, tmp_path, esd="none")
+    assert not list((tmp_path / "figures").glob("esd*")) and (tmp_path / "report.html").exists()
+
+
+def test_esd_histogram_matches_the_weights(analysis_page: tuple[Path, object]) -> None:
+    """The eigenvalues drawn are those of W^T W of the checkpoint (dense, no shared code)."""
+    from safetensors.numpy import load_file
+
+    from specbound.report.figures.htsr import _kept_eigenvalues
+
+    _, a = analysis_page
+    ws = a.weight_spectra
+    i = 0
+    tensors = load_file(str(Path(a.model) / "model.safetensors"))
+    w = tensors[str(ws.tensor[i])].astype(np.float64)
+    lam = np.sort(np.linalg.svd(w, compute_uv=False) ** 2)
+    kept = _kept_eigenvalues(a, i)
+    top = lam[-kept.size :]
+    assert np.allclose(kept, top, rtol=0, atol=1e-9 * lam[-1])
+
+
+# --- scale page ------------------------------------------------------------------------------
+
+
+def _hostile_study() -> object:
+    from specbound.studies.scale import Study
+
+    models = pd.DataFrame(
+        {
+            "model": [f"{HOSTILE}/a", f"{HOSTILE}/b"],
+            "num_layers": [2, 2],
+            "hidden_size": [64, 128],
+            "num_parameters": [123456, 654321],
+            "spectrum_adaptive": [2.0, 2.5],
+            "norm_based": [3.0, 4.0],
+            "spectrum_adaptive_share_p0": [1.0, 0.5],
+        }
+    )
+    return Study(
+        models,
+        pd.DataFrame(),
+        missing=[HOSTILE],
+        skipped=[(HOSTILE, HOSTILE)],
+        title=f"Scaling {HOSTILE}",
+    )
+
+
+def test_scale_page_escapes(tmp_path: Path) -> None:
+    from specbound.report.pages.scale import write_study
+
+    html = write_study(_hostile_study(), tmp_path).read_text()
+    _safe(html)
+    assert "not bounds on the test error" in html
+    assert "share p*=0 from 50% to 100%" in html  # one format: percentages
+    assert ">654,321<" in html
+
+
+# --- correlate page --------------------------------------------------------------------------
+
+
+def _hostile_correlation(axis: str = HOSTILE, value: str = HOSTILE) -> object:
+    from specbound.studies import correlate as C
+    from specbound.studies.correlate.ceiling import rank_ceiling
+    from specbound.studies.correlate.table import correlation_study
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for depth in (1, 2):
+        for width in (32, 64):
+            for v in ("p", value):
+                for seed in range(3):
+                    rows.append(
+                        {
+                            "model": f"/zoo/{HOSTILE}/d{depth}w{width}{v}{seed}",
+                            "depth": depth,
+                            "width": width,
+                            axis: v,
+                            "seed": seed,
+                        }
+                    )
+    m = pd.DataFrame(rows)
+    m["gap"] = rng.uniform(0, 0.3, len(m))
+    m["spectrum_adaptive"] = m["depth"] * 10 + m["width"] / 10 + rng.normal(0, 1e-3, len(m))
+    m[HOSTILE] = m["gap"] + rng.normal(0, 0.05, len(m))
+    m["init"] = ["/zoo/init/" + HOSTILE] * len(m)
+    measures = ["spectrum_adaptive", HOSTILE]
+    axes = ["depth", "width", axis]
+    t = correlation_study(m, measures, axes, bootstrap=50, seed=0)
+    return C.Correlation(
+        m,
+        t.correlation,
+        pd.DataFrame({"model": [HOSTILE], "reason": [HOSTILE]}),
+        axes,
+        measures,
+        task=HOSTILE,
+        manifest=HOSTILE,
+        n_listed=len(m) + 1,
+        bootstrap=50,
+        notes=[HOSTILE],
+        differences=t.differences,
+        rank_ceiling=rank_ceiling(m),
+        n_configurations=t.n_configurations,
+    )
+
+
+def test_correlate_page_escapes_and_says_does_not_predict(tmp_path: Path) -> None:
+    from specbound.report.pages.correlate import write_correlation
+
+    res = _hostile_correlation()
+    write_correlation(res, tmp_path / "c")
+    html = (tmp_path / "c" / "report.html").read_text()
+    _safe(html)
+    answer = html.split("<figure", 1)[0]
+    row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
+    lo, hi = float(row["kendall_tau_low"]), float(row["kendall_tau_high"])
+    lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
+    if lo <= 0 <= hi:
+        assert lead.startswith("spectrum_adaptive does not predict the gap here")
+    assert f"[{lo:.2f}, {hi:.2f}]" in lead
+    assert "coloured by architecture" in html  # the stripes of spectrum_adaptive
+    assert "init/" not in html.split("models.csv (", 1)[1].split("</table>", 1)[0]
+    for f in ("tau_psi", "measure_spectrum_adaptive"):
+        for ext in ("png", "pdf", "svg"):
+            assert (tmp_path / "c" / "figures" / f"{f}.{ext}").is_file()
+
+
+def test_tex_like_labels_do_not_break_figures(tmp_path: Path) -> None:
+    from specbound.report.pages.correlate import write_correlation
+
+    write_correlation(_hostile_correlation(TEX, TEX), tmp_path / "t")
+    from specbound.report.figures.style import file_stem
+
+    svg = (tmp_path / "t" / "figures" / f"{file_stem('measure_' + HOSTILE)}.svg").read_text()
+    assert "foo" in svg  # drawn as plain text
+
+
+# --- trajectory page -------------------------------------------------------------------------
+
+
+def _grokking_track(path: Path, metric: str = HOSTILE) -> Path:
+    steps = np.arange(0, 1000, 10)
+    train = np.clip(steps / 100, 0, 1)  # memorized by step 100
+    test = 1 / (1 + np.exp(-(steps - 700) / 30))  # generalizes at ~700
+    early = 1 - np.exp(-steps / 50)  # moves with training
+    cols = {
+        "step": steps,
+        "wall_s": steps * 0.1,
+        "analysis_s": np.full(steps.size, 0.01),
+        metric: np.linspace(0, 1, steps.size),
+        "train_acc": train,
+        "test_acc": test,
+        "spectrum_adaptive": early,
+        "norm_based": 2 + early,
+        "QK_mean_p_star": 0.1 * early,
+    }
+    path.mkdir(parents=True)
+    pd.DataFrame(cols).to_csv(path / "track.csv", index=False, float_format="%.17g")
+    return path
+
+
+def test_trajectory_page_escapes_and_answers_first(tmp_path: Path) -> None:
+    from specbound.report.pages.trajectory import grokking_phase, write_trajectory_report
+
+    track = _grokking_track(tmp_path / "run")
+    write_trajectory_report(track, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    _safe(html)
+    lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', html).group(1)
+    assert lead.startswith("No measure moved at the grokking step")
+    assert "Grokking phase detected" in html and "moved earlier" in html
+    ph = grokking_phase(pd.read_csv(track / "track.csv"))
+    assert ph is not None and ph.start == 100 and 690 <= ph.end <= 710
+    assert html.count("<tr>") >= 100  # every row (paged), not "first 200"
+    for f in ("metrics", "trajectory"):
+        assert (tmp_path / "out" / "figures" / f"{f}.pdf").is_file()
+
+
+# --- screenshots -------------------------------------------------------------------------------
+
+
+def _shot(page: Path, png: Path, width: int) -> None:
+    with tempfile.TemporaryDirectory() as prof:
+        proc = subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={prof}",
+                f"--window-size={width},2400",
+                f"--screenshot={png}",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed")
+@pytest.mark.parametrize("width", [1280, 900])
+def test_pages_render_in_chromium(
+    analysis_page: tuple[Path, object], tmp_path: Path, width: int
+) -> None:
+    from PIL import Image
+
+    from specbound.report.pages.correlate import write_correlation
+    from specbound.report.pages.trajectory import write_trajectory_report
+
+    write_correlation(_hostile_correlation(), tmp_path / "c")
+    write_trajectory_report(_grokking_track(tmp_path / "run"), tmp_path / "t")
+    for page in (analysis_page[0], tmp_path / "c" / "report.html", tmp_path / "t" / "report.html"):
+        png = tmp_path / f"{page.parent.name}_{width}.png"
+        _shot(page, png, width)
+        im = Image.open(png).convert("L")
+        assert im.size[0] == width
+        arr = np.asarray(im, dtype=float)
+        assert arr.std() > 10 and not math.isnan(arr.mean())  # not a blank page
