@@ -333,3 +333,28 @@ def test_streamed_paths_equal_the_in_memory_ones(monkeypatch):
         np.testing.assert_allclose(got.psi_axes[a], ref.psi_axes[a], atol=1e-12)
         np.testing.assert_allclose(got.sign_axes[a], ref.sign_axes[a], atol=1e-12)
     assert CM.cmi_values(mu, g, codes) == ref_cmi
+
+
+def test_best_other_within_fixed_n_is_not_the_measures_own_n_form():
+    # inside strata of equal n, m and m_per_sqrt_n rank identically: comparing them says nothing
+    rng = np.random.default_rng(8)
+    rows = []
+    for depth in (1, 2):
+        for width in (8, 16):
+            for n in (100, 300, 1000):
+                for seed in (0, 1, 2):
+                    g = 0.3 / depth + 0.05 * math.log(n) + 0.02 * rng.standard_normal()
+                    rows.append((depth, width, n, seed, g))
+    df = pd.DataFrame(rows, columns=["depth", "width", "train_size", "seed", "gap"])
+    df["good"] = df["gap"] + 0.01 * rng.standard_normal(len(df))
+    df["good_per_sqrt_n"] = df["good"] - 0.5 * np.log10(df["train_size"])
+    df["other"] = df["gap"] + 0.05 * rng.standard_normal(len(df))
+    tabs = T.correlation_study(
+        df, ["good", "good_per_sqrt_n", "other"], ["depth", "width", "train_size"], bootstrap=50
+    )
+    d = tabs.differences
+    for st in ("tau_fixed_n", "psi_fixed_n"):
+        assert set(d[(d.measure == "good") & (d.statistic == st)]["versus"]) == {"other"}
+        assert set(d[(d.measure == "good_per_sqrt_n") & (d.statistic == st)]["versus"]) == {
+            "other"
+        }

@@ -29,6 +29,8 @@ EMPTY_SET = "(none)"
 INTERVAL_STATS = ("kendall_tau", "psi", "tau_fixed_n", "psi_fixed_n")
 #: The trivial baselines every measure is compared with (when present).
 BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
+#: The suffix of the bound forms log10 B - 1/2 log10 n.
+PER_SQRT_N = "_per_sqrt_n"
 DIFFERENCE_COLUMNS = ["measure", "versus", "statistic", "delta", "low", "high"]
 #: ``bootstrap`` beyond this is refused (memory and time grow linearly with it).
 MAX_BOOTSTRAP = 100_000
@@ -268,13 +270,30 @@ def correlation_table(
     ).correlation
 
 
+def _same_ranking(
+    draws: dict[str, dict[str, np.ndarray]], point: pd.DataFrame, a: str, b: str, st: str
+) -> bool:
+    """True when ``a`` and ``b`` have the same point estimate and bootstrap draws of ``st``
+    (the same ranking of the models, e.g. m and m_per_sqrt_n when n is constant)."""
+    da, db = draws.get(a, {}).get(st), draws.get(b, {}).get(st)
+    return (
+        da is not None
+        and db is not None
+        and float(point.loc[a, st]) == float(point.loc[b, st])
+        and np.array_equal(da, db, equal_nan=True)
+    )
+
+
 def differences(
     corr: pd.DataFrame, draws: dict[str, dict[str, np.ndarray]], level: float = 0.95
 ) -> pd.DataFrame:
     """differences.csv: for every measure and statistic of ``INTERVAL_STATS``, delta = the
     measure's point estimate - the other's, with the percentile interval of the paired
     per-draw differences, against each baseline of ``BASELINES`` present and the best other
-    measure (the largest point estimate of that statistic among the others)."""
+    measure (the largest point estimate of that statistic among the others; for the fixed-n
+    statistics the measure's own ``_per_sqrt_n`` form, or its raw form, is not an other: inside a
+    stratum of equal n the two are the same ranking; nor is a measure whose point estimate and
+    bootstrap draws equal this one's, such as both forms when n is constant)."""
     import pandas as pd
 
     names = list(corr["measure"])
@@ -285,7 +304,14 @@ def differences(
             others = [o for o in names if o != name]
             versus = [b for b in BASELINES if b in others]
             vals = {o: float(point.loc[o, st]) for o in others}
-            defined = [o for o in others if not math.isnan(vals[o])]
+            twin = name.removesuffix(PER_SQRT_N) if name.endswith(PER_SQRT_N) else name + PER_SQRT_N
+            candidates = [
+                o
+                for o in others
+                if not (st.endswith("_fixed_n") and o == twin)
+                and not _same_ranking(draws, point, name, o, st)
+            ]
+            defined = [o for o in candidates if not math.isnan(vals[o])]
             if defined:
                 best = max(defined, key=lambda o: vals[o])  # first of equal values
                 if best not in versus:
