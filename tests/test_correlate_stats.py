@@ -355,6 +355,26 @@ def test_best_other_within_fixed_n_is_not_the_measures_own_n_form():
     d = tabs.differences
     for st in ("tau_fixed_n", "psi_fixed_n"):
         assert set(d[(d.measure == "good") & (d.statistic == st)]["versus"]) == {"other"}
-        assert set(d[(d.measure == "good_per_sqrt_n") & (d.statistic == st)]["versus"]) == {
-            "other"
-        }
+        assert set(d[(d.measure == "good_per_sqrt_n") & (d.statistic == st)]["versus"]) == {"other"}
+
+
+def test_psi_fixed_n_when_an_axis_other_than_train_size_sets_n():
+    # a zoo's train_fraction axis determines n (train_size = fraction x pool): Psi_n is defined
+    rng = np.random.default_rng(9)
+    rows = []
+    for depth in (1, 2):
+        for lr in (1e-3, 3e-3):
+            for frac in (0.3, 0.6, 0.9):
+                for seed in (0, 1):
+                    g = 0.2 / depth + lr * 50 - 0.1 * frac + 0.02 * rng.standard_normal()
+                    rows.append((depth, lr, frac, int(frac * 529), seed, g))
+    df = pd.DataFrame(rows, columns=["depth", "lr", "train_fraction", "train_size", "seed", "gap"])
+    df["m"] = df["gap"] + 0.02 * rng.standard_normal(len(df))
+    by_fraction = T.correlation_study(df, ["m"], ["depth", "lr", "train_fraction"], bootstrap=0)
+    assert T.size_axis(df, ["depth", "lr", "train_fraction"]) == "train_fraction"
+    same = df.drop(columns=["train_fraction"])
+    by_size = T.correlation_study(same, ["m"], ["depth", "lr", "train_size"], bootstrap=0)
+    a, b = by_fraction.correlation.iloc[0], by_size.correlation.iloc[0]
+    assert not math.isnan(a["psi_fixed_n"])
+    assert a["psi_fixed_n"] == b["psi_fixed_n"] and a["tau_fixed_n"] == b["tau_fixed_n"]
+    assert T.size_axis(df, ["depth", "lr"]) is None  # no axis sets n

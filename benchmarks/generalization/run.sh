@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# The generalization study of README.md: two standard zoos, then SPEC 10 correlations.
-# Resumable: re-running skips finished models (and correlate recomputes from the cache).
+# The generalization study of README.md (second answer, protocol v2): three zoos, then SPEC 10
+# correlations, then the tables. Resumable: re-running skips finished models.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-for task in modular-addition digits; do
-  specbound zoo train "$task" --preset standard --out "benchmarks/generalization/zoos/$task"
+cd "$(dirname "$0")"
+specbound zoo train digits --preset standard --out zoos/digits-v2 --ensemble auto
+specbound zoo train digits --preset fixed-n --out zoos/digits-fixed-n --ensemble auto
+specbound zoo train modular-addition --preset standard --out zoos/modular-addition-v2 --ensemble auto
+for z in digits-v2 digits-fixed-n modular-addition-v2; do
+  specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0
 done
-for task in modular-addition digits; do
-  specbound correlate "benchmarks/generalization/zoos/$task" \
-    --out "benchmarks/generalization/results/$task" --bootstrap 1000 --seed 0
-done
-python benchmarks/generalization/tables.py
+python tables.py

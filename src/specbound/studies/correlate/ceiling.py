@@ -39,7 +39,15 @@ def diagnostics_of(analysis: Any) -> dict[str, float | None]:
 
 
 def _pct(x: float) -> str:
-    return "undefined" if math.isnan(x) else f"{100 * x:.0f}%"
+    """A share as a percentage, never rounded up to 100% (or down to 0%) unless exact."""
+    if math.isnan(x):
+        return "undefined"
+    s = f"{100 * x:.0f}"
+    if s == "100" and x < 1:
+        s = f"{min(100 * x, 99.99):.2f}"
+    elif s == "0" and x > 0:
+        s = f"{max(100 * x, 0.01):.2f}"
+    return s + "%"
 
 
 def rank_ceiling(models: pd.DataFrame) -> dict[str, Any]:

@@ -37,6 +37,28 @@ MAX_BOOTSTRAP = 100_000
 N_COLUMN = "train_size"
 
 
+def size_axis(models: pd.DataFrame, axes: Sequence[str]) -> str | None:
+    """The axis that sets the training-set size n (SPEC 10's Psi_n leaves it out): ``train_size``
+    when it is an axis, else the first axis with >= 2 values whose every value has one n (such
+    as a zoo's ``train_fraction``); None when no axis determines n."""
+    import pandas as pd
+
+    if N_COLUMN in axes:
+        return N_COLUMN
+    if N_COLUMN not in models.columns:
+        return None
+    n = pd.to_numeric(models[N_COLUMN], errors="coerce")
+    known = n.notna()
+    for a in axes:
+        col = models.loc[known, a]
+        if (
+            col.nunique(dropna=False) >= 2
+            and (n[known].groupby(col, dropna=False).nunique() == 1).all()
+        ):
+            return a
+    return None
+
+
 def correlation_columns(axes: Sequence[str]) -> list[str]:
     """Columns of correlation.csv, in order."""
     cols = ["measure", "n_models", "n_configurations"]
@@ -188,7 +210,8 @@ def correlation_study(
         if N_COLUMN in models.columns
         else None
     )
-    n_axis = axes.index(N_COLUMN) if N_COLUMN in axes else None
+    size = size_axis(models, axes)
+    n_axis = None if size is None else axes.index(size)
     config_all = S.row_ids(codes_all)
     n_conf = int(np.unique(config_all).size)
     check_size(len(models), n_conf, bootstrap)
@@ -371,10 +394,10 @@ def degenerate_notes(
             f"{N_COLUMN} is constant: sample_size_only, tau_fixed_n and psi_fixed_n are "
             "undefined (no strata of n to compare)"
         )
-    elif N_COLUMN not in axes:
+    elif size_axis(models, axes) is None:
         notes.append(
-            f"{N_COLUMN} varies but is not an axis: psi_fixed_n is undefined (its groups would "
-            "not hold n fixed)"
+            f"{N_COLUMN} varies but no axis determines it: psi_fixed_n is undefined (its groups "
+            "would not hold n fixed)"
         )
     if bootstrap == 0:
         notes.append("bootstrap 0: no intervals, so no verdict can go beyond 'undetermined'")
