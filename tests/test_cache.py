@@ -12,8 +12,8 @@ import pytest
 from checkpoints import write_tiny_bert
 
 import specbound.analysis as analysis_mod
-from specbound.linalg import cache
 from specbound.analysis import analyze
+from specbound.linalg import cache
 from specbound.linalg.spectra import Spectra
 
 L, N, H, F = 2, 32, 4, 64

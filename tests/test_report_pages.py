@@ -225,7 +225,8 @@ def _hostile_correlation(axis: str = HOSTILE, value: str = HOSTILE) -> object:
     )
 
 
-def test_correlate_page_escapes_and_says_does_not_predict(tmp_path: Path) -> None:
+def test_correlate_page_escapes_and_says_undetermined(tmp_path: Path) -> None:
+    from specbound.report.html import interval
     from specbound.report.pages.correlate import write_correlation
 
     res = _hostile_correlation()
@@ -236,9 +237,10 @@ def test_correlate_page_escapes_and_says_does_not_predict(tmp_path: Path) -> Non
     row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
     lo, hi = float(row["kendall_tau_low"]), float(row["kendall_tau_high"])
     lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
-    if lo <= 0 <= hi:
-        assert lead.startswith("spectrum_adaptive does not predict the gap here")
-    assert f"[{lo:.2f}, {hi:.2f}]" in lead
+    if lo <= 0 <= hi:  # SPEC 10: an interval holding 0 is "undetermined", never "does not"
+        assert lead.startswith("spectrum_adaptive is undetermined here: not shown to predict")
+        assert "does not predict" not in html
+    assert interval(lo, hi) in lead
     assert "coloured by architecture" in html  # the stripes of spectrum_adaptive
     assert "init/" not in html.split("models.csv (", 1)[1].split("</table>", 1)[0]
     for f in ("tau_psi", "measure_spectrum_adaptive"):
@@ -343,3 +345,115 @@ def test_pages_render_in_chromium(
         assert im.size[0] == width
         arr = np.asarray(im, dtype=float)
         assert arr.std() > 10 and not math.isnan(arr.mean())  # not a blank page
+
+
+# --- issue 21 review fixes (Chromium at 1280 and 900 px) ----------------------------------
+
+
+def test_fmt_thousands_from_1e3_and_no_negative_zero() -> None:
+    from specbound.report.html import fmt, interval
+
+    assert fmt(1890.2) == "1,890" and fmt(3428.0) == "3,428" and fmt(29376.4) == "29,376"
+    assert fmt(-1234.6) == "-1,235" and fmt(843.5) == "843.5"
+    assert fmt(-0.0) == "0" and fmt(np.float64(-0.0)) == "0"
+    assert interval(-0.001, 0.5) == "[0.00, 0.50]"
+
+
+def test_object_column_of_numbers_is_right_aligned() -> None:
+    from specbound.report.html import table
+
+    df = pd.DataFrame({"measure": ["a", "b"], "value": [39971.2, None]}, dtype=object)
+    html = table(df)
+    assert '<td data-v="39971.2">39,971</td>' in html  # numeric cell: no "txt" class
+    assert '<th class="" title="value">' in html
+    assert '<td class="txt" data-v="a">a</td>' in html
+
+
+def test_best_by_lead_needs_every_difference() -> None:
+    from specbound.report.pages.correlate import lead_clause
+
+    mixed = [
+        "vs a on psi: delta +0.17 [-0.33, 0.50]: not shown",
+        "vs b on psi: delta +0.5 [0.19, 1.00]: better",
+    ]
+    assert lead_clause(mixed) == "; its lead over a is not established"
+    assert lead_clause(mixed[1:]) == ""
+    assert (
+        lead_clause(mixed[:1]) == lead_clause([]) == "; its lead over the others is not established"
+    )
+
+
+def test_correlate_stats_never_minus_zero() -> None:
+    from specbound.report.pages.correlate import _stat
+
+    row = {"psi": -2.776e-17, "psi_low": -1.0, "psi_high": 0.5}
+    assert _stat(row, "psi", "Ψ") == "Ψ 0.00 [-1.00, 0.50]"
+
+
+def test_small_multiples_two_columns_at_900px() -> None:
+    from specbound.report.html import CSS
+
+    # body max 1180 px, padding 1.6em: at a 900 px window two 360 px columns fit (420 did not),
+    # and a lone figure is not blown up past its 1280 px size
+    assert "minmax(360px,1fr)" in CSS and ".grid figure img{max-width:min(100%,560px)}" in CSS
+
+
+def test_track_type_columns_have_labels() -> None:
+    from specbound.report.html import table
+
+    html = table(
+        pd.DataFrame({"QK_mean_p_star": [0.5], "M_in_share_p0": [1.0], "OV_contribution": [3.0]})
+    )
+    assert ">QK mean p*</th>" in html and ">M_in share p*=0</th>" in html and ">OV c*</th>" in html
+    assert "p star" not in html
+
+
+def test_trajectory_ylabels_say_log10() -> None:
+    from specbound.report.figures.trajectory import measure_ylabel
+
+    assert measure_ylabel("spectrum_adaptive") == "spectrum_adaptive\n(log10 B)"
+    assert measure_ylabel("log_spectral_product").endswith("(log10)")
+    assert measure_ylabel("frobenius_sum") == "frobenius_sum"
+
+
+def test_scale_models_table_one_share_column_in_percent() -> None:
+    from types import SimpleNamespace
+
+    from specbound.report.pages.scale import SHARE_LABELS, models_display
+
+    m = pd.DataFrame(
+        {
+            "model": ["a/L2", "a/L4"],
+            "num_layers": [2, 4],
+            "hidden_size": [64, 64],
+            "spectrum_adaptive_share_p0": [0.25, 1.0],
+            "share_p0": [0.25, 1.0],
+            "share_p2": [0.5, 0.0],
+        }
+    )
+    d = models_display(SimpleNamespace(models=m))
+    assert "share_p0" not in d.columns
+    assert list(d["spectrum_adaptive_share_p0"]) == [25.0, 100.0]
+    assert list(d["share_p2"]) == [50.0, 0.0]
+    assert SHARE_LABELS["share_p2"].endswith("(%)")
+
+
+def test_trajectory_metrics_exclude_computed_columns() -> None:
+    from specbound.report.pages.trajectory import metric_columns
+    from specbound.track import NOTE_COLUMN, computed_columns
+
+    cols = ["step", "wall_s", "analysis_s", "train_acc", "test_acc", *computed_columns()]
+    assert NOTE_COLUMN in cols and "QK_mean_p_star" in cols
+    df = pd.DataFrame([[0.0] * len(cols)], columns=cols)
+    assert metric_columns(df) == ["train_acc", "test_acc"]
+
+
+def test_analysis_measures_values_are_numbers(analysis_page: tuple[Path, object]) -> None:
+    from specbound.report.html import table
+    from specbound.report.pages.analysis import measures_table
+
+    _, a = analysis_page
+    html = table(measures_table(a))
+    v = a.measures["spectrum_adaptive"]
+    assert re.search(rf'<td data-v="{re.escape(repr(float(v)))}">[^<]+</td>', html)
+    assert '<td class="txt" data-v="undefined"' not in html

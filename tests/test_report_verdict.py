@@ -188,7 +188,7 @@ def test_no_significance_without_residual_degrees_of_freedom() -> None:
     # ... but with one residual degree of freedom t_0.975 = 12.7: not established
     t["resid_df"] = 1
     v = growth_verdict(t, "hidden_size")
-    assert v.word == SAME and "12.7 combined standard errors" in v.sentence
+    assert v.word == SAME and "7.1 combined standard errors apart (threshold 12.7)" in v.sentence
     assert "more slowly" not in v.sentence
     # and none at all: no standard error, undetermined, never "beyond"
     t["resid_df"] = 0

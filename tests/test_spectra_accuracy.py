@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from spectral_checks import assert_sv_match, spec_rank, spec_rank_threshold, sv_tolerance
 
-from specbound.linalg import spectra as sp
 from specbound.adapters.base import LayerWeights, ModelSpec
+from specbound.linalg import spectra as sp
 from specbound.linalg.spectra import (
     MATRIX_TYPES,
     Spectra,

@@ -33,12 +33,13 @@ def zoo_train(
         ),
     ] = None,
     preset: Annotated[
-        str, typer.Option(
+        str,
+        typer.Option(
             "--preset",
             help="standard (144 models: 3 seeds, 3 values of n), fixed-n (48: n held at one "
             "value), standard-v1 (the 128-model grid of the first answer) or tiny (8 models, "
             "plumbing only).",
-        )
+        ),
     ] = "standard",
     device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
     threads: Annotated[

@@ -57,7 +57,8 @@ td.txt{white-space:normal;max-width:34em;overflow-wrap:break-word}
 dl.gloss{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}
 dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
 .pager{font-size:.9em;margin:.2em 0}.pager button{margin-right:.4em}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:.6em}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:.6em}
+.grid figure img{max-width:min(100%,560px)}
 .grid figure{margin:.2em 0}.bad{color:#a4262c}
 """
 
@@ -148,6 +149,10 @@ LABELS = {
     "htsr_D": "HTSR D",
     "htsr_num_tail": "HTSR tail size",
     **{f"contribution_{t}": f"c* {t}" for t in ("QK", "OV", "M_in", "M_out")},
+    # track.csv's per-matrix-type columns
+    **{f"{t}_mean_p_star": f"{t} mean p*" for t in ("QK", "OV", "M_in", "M_out")},
+    **{f"{t}_share_p0": f"{t} share p*=0" for t in ("QK", "OV", "M_in", "M_out")},
+    **{f"{t}_contribution": f"{t} c*" for t in ("QK", "OV", "M_in", "M_out")},
 }
 
 #: The glossary shown on every page (term, meaning).
@@ -224,7 +229,8 @@ def is_undefined(v: Any) -> bool:
 
 def fmt(v: Any, digits: int | None = None) -> str:
     """One format per quantity: integers (counts, parameters) with thousands separators; floats
-    with 4 significant digits (5 from 1e4 on, thousands separators up to 1e6); ``digits``
+    with 4 significant digits, from 1e3 to 1e6 rounded to an integer with thousands separators
+    (5 significant digits from 1e6 on); ``digits``
     fixes the decimals instead; undefined -> :data:`UNDEFINED`; +-inf -> beyond float64."""
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
@@ -238,11 +244,13 @@ def fmt(v: Any, digits: int | None = None) -> str:
             return BEYOND if v > 0 else "< -1.8e308"
         if digits is not None:
             return f"{v:,.{digits}f}"
+        if v == 0:  # also -0.0 and float noise rounded to zero: never "-0"
+            return "0"
         if v.is_integer() and abs(v) < 1e15:  # counts (parameters, ranks): every digit
             return f"{int(v):,}"
-        if 1e4 <= abs(v) < 1e6:
+        if 1e3 <= abs(v) < 1e6:  # 1,890 like 29,376: one format for the whole range
             return f"{v:,.0f}"
-        return f"{v:.4g}" if (v == 0 or abs(v) < 1e4) else f"{v:.5g}"
+        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.5g}"
     if v is None or is_undefined(v):
         return UNDEFINED
     return str(v)
@@ -256,6 +264,7 @@ def interval(lo: Any, hi: Any, digits: int = 2) -> str:
         return "no interval"
     if not (math.isfinite(a) and math.isfinite(b)):
         return "no interval"
+    a, b = round(a, digits) + 0.0, round(b, digits) + 0.0  # never "-0.00"
     return f"[{a:.{digits}f}, {b:.{digits}f}]"
 
 
@@ -279,6 +288,20 @@ def _sort_key(v: Any) -> str:
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     return str(v)
+
+
+def _numeric_column(col: pd.Series, is_numeric_dtype: Any) -> bool:
+    """A column of numbers: a numeric dtype, or objects that are all numbers or undefined
+    (a value column with a missing entry); bools and strings are text."""
+    if col.dtype == bool:
+        return False
+    if is_numeric_dtype(col):
+        return True
+    vals = [v for v in col if not is_undefined(v)]
+    return bool(vals) and all(
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+        for v in vals
+    )
 
 
 def key_columns_first(df: pd.DataFrame, first: Sequence[str]) -> pd.DataFrame:
@@ -308,7 +331,7 @@ def table(
         df = key_columns_first(df, first)
     names = {**LABELS, **(labels or {})}
     cols = list(df.columns)
-    text_cols = {c for c in cols if not is_numeric_dtype(df[c]) or df[c].dtype == bool}
+    text_cols = {c for c in cols if not _numeric_column(df[c], is_numeric_dtype)}
     head = "".join(
         f'<th class="{"txt" if c in text_cols else ""}" title="{escape(c)}">'
         f"{escape(names.get(str(c), str(c).replace('_', ' ')))}</th>"

@@ -19,6 +19,22 @@ MATRIX_TYPES = ("QK", "OV", "M_in", "M_out")
 PHASE_COLOR = "#f2c14e"
 
 
+#: The unit of a measure whose track.csv value is a log10 (SPEC 9); others are plain values.
+LOG10_UNITS = {
+    "spectrum_adaptive": "log10 B",
+    "norm_based": "log10 B",
+    "log_spectral_product": "log10",
+    "log_frobenius_product": "log10",
+}
+
+
+def measure_ylabel(name: str) -> str:
+    """A measure panel's y label: the name, with "(log10 B)" / "(log10)" when its values are
+    log10 values (so no reader takes 2.8 for B itself)."""
+    unit = LOG10_UNITS.get(name)
+    return f"{name}\n({unit})" if unit else name
+
+
 def _mark(ax: Any, phase: tuple[float, float] | None) -> None:
     if phase is not None:
         ax.axvspan(phase[0], phase[1], color=PHASE_COLOR, alpha=0.25, lw=0)
@@ -108,7 +124,7 @@ def trajectory_figure(
         _mark(ax, phase)
         if test_step is not None:
             ax.axvline(test_step, color="#c0392b", lw=1.0, ls="--")
-        ax.set_ylabel(name, fontsize=11)
+        ax.set_ylabel(measure_ylabel(name), fontsize=11)
         ax.grid(True, alpha=0.3)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
@@ -117,7 +133,7 @@ def trajectory_figure(
     if len(names) % cols and rows > 1:
         axes[-2, -1].set_xlabel("step")
     fig.suptitle("Measures during training")
-    cap = "Each measure (y label) against step."
+    cap = "Each measure (y label, with its unit) against step."
     if constant and names != constant:
         cap += f" Constant over the run (not drawn): {', '.join(constant)}."
     if test_step is not None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...naming import display_name
-from ..html import escape, figure_html, fmt, page, scrub_paths, table
+from ..html import escape, figure_html, page, scrub_paths, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +93,7 @@ def measures_table(a: Analysis) -> pd.DataFrame | None:
         rows.append(
             {
                 "measure": name,
-                "value": fmt(None if v is None else float(v)),
+                "value": None if v is None else float(v),  # a number: right-aligned by table()
                 "description": m.description if m is not None else "",
                 "note": notes.get(name, ""),
             }

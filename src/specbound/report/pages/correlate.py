@@ -1,11 +1,11 @@
 """The report page of ``specbound correlate`` (SPEC 10, protocol v2), and the output folder.
 
 The page opens with the answer in SPEC 10's words: what the tool's own proxy does here
-("does not predict the gap here" when its tau interval includes 0), each measure's verdict
-(correlation.csv's ``verdict``: intervals and evidence counts decide), which differences
-between measures are established (differences.csv: "better" only when the paired interval
-excludes 0), the rank-ceiling diagnosis and the zoo's counts. Then figures, then tables with
-short model labels and a legend. Every user string (paths, axis names and values, task,
+("undetermined here: not shown to predict the gap" when its tau interval includes 0), each
+measure's verdict (correlation.csv's ``verdict``: intervals and evidence counts decide), which
+differences between measures are established (differences.csv: "better" only when the paired
+interval excludes 0), the rank-ceiling diagnosis and the zoo's counts. Then figures, then tables
+with short model labels and a legend. Every user string (paths, axis names and values, task,
 measure and metric names) goes through ``html.escape``.
 """
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ...studies.correlate.run import Correlation
     from ..figures.style import Figure
 
-__all__ = ["answer_html", "color_axis", "report_html", "write_correlation"]
+__all__ = ["answer_html", "color_axis", "lead_clause", "report_html", "write_correlation"]
 
 OWN = "spectrum_adaptive"
 BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
@@ -46,11 +46,14 @@ def _stat(row: dict[str, Any], st: str, name: str) -> str:
     v = _float(row.get(st))
     if math.isnan(v):
         return f"{name} undefined"
+    v = round(v, 2) + 0.0  # never "-0.00"
     return f"{name} {v:.2f} {interval(row.get(f'{st}_low'), row.get(f'{st}_high'))}"
 
 
 def predicts(row: dict[str, Any], st: str = "kendall_tau") -> str:
-    """SPEC 10's words for one statistic's interval: predicts / wrong way / does not predict."""
+    """SPEC 10's words for one statistic's interval: "predicts the gap" only when the interval
+    is above 0, "the wrong way" when below 0, otherwise "undetermined" (an interval that holds
+    0 shows neither that it predicts nor that it does not)."""
     lo, hi = _float(row.get(f"{st}_low")), _float(row.get(f"{st}_high"))
     if math.isnan(lo) or math.isnan(hi):
         return "is undetermined (no interval)"
@@ -58,7 +61,7 @@ def predicts(row: dict[str, Any], st: str = "kendall_tau") -> str:
         return "predicts the gap here"
     if hi < 0:
         return "ranks the gap the wrong way here"
-    return "does not predict the gap here"
+    return "is undetermined here: not shown to predict the gap, its interval holds 0"
 
 
 def _verdict(row: dict[str, Any], axes: list[str]) -> str:
@@ -87,6 +90,18 @@ def differences_sentences(result: Correlation, measure: str) -> list[str]:
             f"vs {r['versus']} on {r['statistic']}: delta {delta:+.2f} {interval(lo, hi)}: {word}"
         )
     return out
+
+
+def lead_clause(said: list[str]) -> str:
+    """What the paired differences (:func:`differences_sentences`) allow of a "best" measure:
+    its lead is established only over the measures it is "better" than (SPEC 10); "" when it
+    is better than every one compared."""
+    open_ = [x.split(" on ", 1)[0][3:] for x in said if not x.endswith(": better")]
+    if not said or len(open_) == len(said):
+        return "; its lead over the others is not established"
+    if open_:  # better than some, not all: the crown is not established
+        return f"; its lead over {', '.join(open_)} is not established"
+    return ""
 
 
 def answer_html(result: Correlation) -> str:
@@ -128,8 +143,7 @@ def answer_html(result: Correlation) -> str:
         )
         if said:
             text += "; paired differences: " + escape("; ".join(said))
-        if not any(x.endswith(": better") for x in said):
-            text += "; its lead over the others is not established"
+        text += escape(lead_clause(said))
         parts.append(text + ").</p>")
     used, listed = len(result.models), result.n_listed
     failed = len(result.skipped) - result.n_unconverged

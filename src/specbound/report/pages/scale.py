@@ -156,7 +156,22 @@ def models_display(study: Study) -> pd.DataFrame:
     undefined = [c for c in measure_cols if not m[c].notna().any()]  # e.g. no --init given
     m = m.drop(columns=undefined)
     measure_cols = [c for c in measure_cols if c not in undefined]
+    a, b = "spectrum_adaptive_share_p0", "share_p0"
+    if a in m.columns and b in m.columns and m[a].equals(m[b]):
+        m = m.drop(columns=[b])  # the same share twice (one header "share p*=0" twice)
+    for c in SHARE_COLUMNS:
+        if c in m.columns:  # percentages, as the text says them (share_text)
+            m[c] = 100.0 * m[c].astype(float)
     return key_columns_first(m, ["model", "num_layers", "hidden_size", *measure_cols])
+
+
+#: Share columns of models.csv; the page shows them in percent (SHARE_LABELS).
+SHARE_COLUMNS = ("spectrum_adaptive_share_p0", "share_p0", "share_p2")
+SHARE_LABELS = {
+    "spectrum_adaptive_share_p0": "share p*=0 (%)",
+    "share_p0": "share p*=0 (%)",
+    "share_p2": "share p*=2 (%)",
+}
 
 
 def detail_model(study: Study) -> Analysis | None:
@@ -212,7 +227,8 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
     sections = [
         study_answer_html(study),
         "<h2>Figures</h2>" + "".join(figure_html(f) for f in figs),
-        "<h2>Models (models.csv)</h2>" + table(models_display(study), page_size=50),
+        "<h2>Models (models.csv)</h2>"
+        + table(models_display(study), page_size=50, labels=SHARE_LABELS),
         "<h2>Growth fits (growth.csv)</h2>"
         '<p class="note">exponent: slope of log10 of the measure (B for the bounds) on log10 of '
         "the axis; log10 per unit: slope of log10 of the measure on the axis value. per_fixed: "

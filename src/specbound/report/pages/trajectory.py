@@ -73,10 +73,11 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
         TYPE_COLUMNS,
         all_data_measure_names,
         all_measure_names,
+        computed_columns,
     )
 
     known = {*BASE_COLUMNS, *TYPE_COLUMNS, *ANALYSIS_COLUMNS, *NOTE_COLUMNS}
-    known |= {*all_measure_names(), *all_data_measure_names()}
+    known |= {*all_measure_names(), *all_data_measure_names(), *computed_columns()}
     return [c for c in df.columns if c not in known]
 
 

@@ -150,6 +150,15 @@ def _k_text(kk: float) -> str:
     return f"{kk:.3g}" if kk != K_SE else f"{K_SE:g}"
 
 
+def _apart(a: Any, b: Any, slope: str, kk: float) -> str:
+    """ "1.3 combined standard errors apart (threshold 4.3)": the difference of two fitted
+    slopes in units of sqrt(se_a^2 + se_b^2), and the threshold it is compared with."""
+    se = math.hypot(float(a[f"{slope}_se"]), float(b[f"{slope}_se"]))
+    d = abs(float(a[slope]) - float(b[slope]))
+    z = d / se if se > 0 else math.inf
+    return f"{z:.2g} combined standard errors apart (threshold {_k_text(kk)})"
+
+
 def _pooled(growth: pd.DataFrame, axis: str) -> dict[str, Any]:
     name_col = "measure" if "measure" in growth.columns else "proxy"
     rows = growth[(growth["axis"] == axis) & (growth["fit"] == "pooled")]
@@ -212,8 +221,8 @@ def growth_verdict(
     )
     if word == SAME:
         sentence = (
-            f"{what}: the difference is within {_k_text(kk)} combined standard errors, so the "
-            f"growth with {sym} is indistinguishable on this grid."
+            f"{what}: {_apart(a, b, slope, kk)}, so the growth with {sym} is "
+            "indistinguishable on this grid."
         )
     elif word == UNKNOWN:
         sentence = (
@@ -222,8 +231,8 @@ def growth_verdict(
         )
     else:
         sentence = (
-            f"{what}: the spectrum-adaptive proxy grows {word} with {sym} (difference "
-            f"beyond {_k_text(kk)} combined standard errors)."
+            f"{what}: the spectrum-adaptive proxy grows {word} with {sym} "
+            f"({_apart(a, b, slope, kk)})."
         )
     caveats = [c for c in [two_point_caveat(growth, axis, (first, second))] if c]
     if caveats:
