@@ -353,9 +353,11 @@ def test_best_other_within_fixed_n_is_not_the_measures_own_n_form():
         df, ["good", "good_per_sqrt_n", "other"], ["depth", "width", "train_size"], bootstrap=50
     )
     d = tabs.differences
-    for st in ("tau_fixed_n", "psi_fixed_n"):
-        assert set(d[(d.measure == "good") & (d.statistic == st)]["versus"]) == {"other"}
-        assert set(d[(d.measure == "good_per_sqrt_n") & (d.statistic == st)]["versus"]) == {"other"}
+    for stat in ("tau_fixed_n", "psi_fixed_n"):
+        assert set(d[(d.measure == "good") & (d.statistic == stat)]["versus"]) == {"other"}
+        assert set(d[(d.measure == "good_per_sqrt_n") & (d.statistic == stat)]["versus"]) == {
+            "other"
+        }
 
 
 def test_psi_fixed_n_when_an_axis_other_than_train_size_sets_n():
