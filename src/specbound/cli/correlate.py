@@ -51,6 +51,14 @@ def correlate(
         int, typer.Option("--bootstrap", help="Bootstrap draws for intervals.")
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    data_measures: Annotated[
+        bool,
+        typer.Option(
+            "--data-measures",
+            help="Add flatness, sharpness and margin measures (SPEC 12) of every zoo model, "
+            "on its recorded training data (needs torch).",
+        ),
+    ] = False,
     device: Device = None,
     no_cache: NoCache = False,
     quiet: Quiet = False,
@@ -69,11 +77,15 @@ def correlate(
         fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
     eng = make_engine(engine, ray_address)
     require_matplotlib()
+
     check_output_dir(out)
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:
             sys.stderr.write(f"[{i}/{n}] {name}" + (f": skipped: {error}" if error else "") + "\n")
+
+    def progress_line(line: str) -> None:
+        sys.stderr.write(line + "\n")
 
     result = run_correlate(
         source,
@@ -86,6 +98,8 @@ def correlate(
         device=device,
         on_model=note,
         engine=eng,
+        data_measures=data_measures,
+        on_data=None if quiet else progress_line,
         **sweep_state(eng, out, quiet),
     )
     write_correlation(result, out)

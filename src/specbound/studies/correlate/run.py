@@ -6,6 +6,7 @@ Output schema (protocol v2; what ``write_tables`` writes and the report and term
     ``model``, the axes, the other manifest columns, ``gap``, ``converged``, the measures
     (SPEC 9 names in registry order, then ``<m>_per_sqrt_n`` for the bound-type measures and
     ``sample_size_only`` when ``train_size`` is known / varies), then
+    with ``data_measures`` SPEC 12's data measures (registry order; ``correlate.data``), then
     ``spectrum_adaptive_share_p0`` and ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
     diagnosis, SPEC 10; empty when the analysis does not provide them).
 ``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
@@ -266,6 +267,48 @@ def plan(
     return Plan(jobs, skipped, n_unconv)
 
 
+def _add_data_measures(
+    zoo: M.Zoo,
+    models: pd.DataFrame,
+    row_of: Sequence[int],
+    cache: bool,
+    device: str | None,
+    on_data: Callable[[str], None] | None,
+) -> tuple[list[str], list[str]]:
+    """Add the data-measure columns to ``models`` (row k is manifest row ``row_of[k]``):
+    (the measures added, the notes). None added, and one note, when the manifest's models are
+    not all zoo model directories."""
+    from ...measures.data import BOUNDS
+    from . import data as D
+
+    inputs = ("log_spectral_product", *BOUNDS)
+    dirs, why = D.eligible(zoo)
+    if why is not None:
+        if on_data is not None:
+            on_data(why)
+        return [], [why]
+    weights = models.to_dict("records")
+    jobs = [
+        (
+            k,
+            dirs[i],
+            {
+                m: (None if v is None or not math.isfinite(float(v)) else float(v))
+                for m, v in weights[k].items()
+                if m in inputs
+            },
+        )
+        for k, i in enumerate(row_of)
+    ]
+    cols = D.compute_columns(jobs, cache=cache, device=device, on_line=on_data)
+    for m in cols.names:
+        models[m] = [
+            math.nan if (v := cols.values.get(k, {}).get(m)) is None else float(v)
+            for k in range(len(models))
+        ]
+    return list(cols.names), cols.notes
+
+
 def _engine(engine: Any, options: Any) -> Engine:
     from ...engines import get_engine
 
@@ -295,6 +338,8 @@ def correlate(
     state_dir: str | Path | None = None,
     on_resume: Callable[[str], None] | None = None,
     level: float = 0.95,
+    data_measures: bool = False,
+    on_data: Callable[[str], None] | None = None,
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -307,7 +352,11 @@ def correlate(
     metrics. ``on_model(done, n, name, error)`` after each model. ``analyzer(path, init, cache,
     device, name)`` returns a model's measures (default: ``analysis.analyze``). ``engine``: a
     name of ``engines.ENGINES`` (with ``engine_options``) or an ``Engine``; ``state_dir``:
-    resume records for a distributed engine (``engines.sweep``). Output schema: module doc.
+    resume records for a distributed engine (``engines.sweep``). ``data_measures``: add SPEC 12's
+    data measures of every analyzed model as measures (columns after the weight measures),
+    computed in this process after the analyses and cached (``correlate.data``); only for zoo
+    model directories, else a note says why they are absent. ``on_data(line)``: one progress
+    line per model of the data measures. Output schema: module doc.
     """
     import pandas as pd
 
@@ -319,7 +368,13 @@ def correlate(
     if isinstance(zoo, M.Zoo) and axes is not None:
         z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task)
     names, forms = measure_registry()
-    M.validate_manifest(z, output_columns(), models_csv_marks=names)
+    data_cols: list[str] = []
+    if data_measures:
+        from .data import data_names, require
+
+        require()
+        data_cols = data_names()
+    M.validate_manifest(z, [*output_columns(), *data_cols], models_csv_marks=names)
     table = z.table.copy()
     kind = normalize_kind(gap, "--gap")
     if kind == "auto":
@@ -362,7 +417,7 @@ def correlate(
         worker_fn=functools.partial(model_worker, analyzer),
     )
     records = table.to_dict("records")
-    rows, reasons = [], dict(p.skipped)
+    rows, reasons, row_of = [], dict(p.skipped), []
     for (i, _, _, name), out in zip(p.jobs, sweep.results, strict=True):
         if out is None:
             reasons[i] = failed.get(name, "not analyzed")
@@ -373,6 +428,7 @@ def correlate(
         row["converged"] = bool(converged[i])
         row.update({k: (math.nan if v is None else float(v)) for k, v in _values_of(out).items()})
         rows.append(row)
+        row_of.append(i)
     skipped = [{"model": names_of[i], "reason": reasons[i]} for i in sorted(reasons)]
     if not rows:
         first = skipped[0]["reason"] if skipped else "none listed"
@@ -390,6 +446,10 @@ def correlate(
     measures = [m for m in names if m in models.columns]
     measures += [m for m in found if m not in measures and m != "converged"]
     measures += add_bound_forms(models, measures, forms)
+    data_notes: list[str] = []
+    if data_measures:
+        added, data_notes = _add_data_measures(z, models, row_of, cache, device, on_data)
+        measures += added
     front = ["model", *z.axes]
     rest = [
         c
@@ -408,6 +468,7 @@ def correlate(
         )
     if "converged" not in table.columns:
         notes.append("the manifest has no 'converged' column: every model counts as converged")
+    notes += data_notes
     notes += tables.notes
     ceiling = rank_ceiling(models)
     return Correlation(

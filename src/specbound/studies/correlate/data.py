@@ -1,0 +1,310 @@
+"""``correlate --data-measures``: SPEC 12's data-dependent measures of every zoo model, as
+columns of models.csv next to the weight measures (issue 18).
+
+Which models: a zoo directory's, or a manifest's when every row's ``model`` is a zoo model
+directory (it holds ``data.json``, written by ``specbound zoo train``); otherwise the measures
+are absent and :func:`eligible` says why in one line. Per model: the checkpoint is loaded with
+``transformers`` (``AutoModelForImageClassification`` for a ``*ForImageClassification``
+architecture such as the digits ViT, else ``AutoModelForSequenceClassification``), its training
+examples are ``zoo.training_data(model_dir)`` (checksum-verified, exactly as training used them)
+and the values are ``specbound.data_measures(model, [(inputs, labels)], max_examples=2048,
+seed=0, perturb="all", logits_fn=task.logits)``: every data measure, on the model's device.
+
+Cache: the record ``<cache dir>/data_measures/<key>`` (:mod:`specbound.io.codec`: checksummed
+JSON + npz, no pickles), key = sha256 of (``DATA_VERSION``, the sha256 of every weight file and
+config.json of the model directory, the sha256 of data.json, the measure names, the
+``DataMeasures.settings()`` of the call (examples m = min(max_examples, n), n, draws M, seed,
+perturb, bisection and ascent constants), the device type, the torch version and the weight
+measures the margin forms read). A record that
+fails to verify is ignored with one warning line and recomputed (then overwritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import SpecboundError
+from . import manifest as M
+
+#: Bump when the data measures' computation changes, so old cache records are not reused.
+DATA_VERSION = "1"
+#: The ``kind`` of a data-measure cache record.
+KIND = "data-measures"
+MAX_EXAMPLES = 2048
+SEED = 0
+PERTURB = "all"
+DATA_FILE = "data.json"
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def require() -> None:
+    """One-line SpecboundError unless torch and transformers import (before any analysis)."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SpecboundError(
+            f"data measures need {' and '.join(missing)}; install them with "
+            "pip install 'specbound[zoo]'"
+        )
+
+
+def data_names() -> list[str]:
+    """Every data measure (SPEC 12 order): the models.csv columns ``--data-measures`` adds."""
+    from ...measures.data import data_measure_names
+
+    return data_measure_names()
+
+
+def eligible(zoo: M.Zoo) -> tuple[list[str], str | None]:
+    """(the model directory of every manifest row, None) when each is a zoo model directory;
+    else ([], one line saying why the data measures are absent)."""
+    base = zoo.manifest.parent
+    dirs = []
+    for i, m in enumerate(zoo.table["model"].astype(str).str.strip()):
+        d = Path(M.resolve_entry(m, base))
+        if not (d / DATA_FILE).is_file():
+            return [], (
+                f"no data measures: model '{m}' (row {i + 2} of {zoo.manifest.name}) is not a "
+                f"zoo model directory (no {DATA_FILE}); they need the training data that "
+                "'specbound zoo train' records (SPEC 12)"
+            )
+        dirs.append(str(d))
+    return dirs, None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def checkpoint_digest(model_dir: Path) -> str:
+    """``name:sha256`` of config.json and every weight file of ``model_dir``, joined by ``|``."""
+    files = sorted(
+        p
+        for p in model_dir.iterdir()
+        if p.is_file() and (p.suffix in _WEIGHT_SUFFIXES or p.name == "config.json")
+    )
+    return "|".join(f"{p.name}:{_sha256(p)}" for p in files)
+
+
+def _settings(n: int) -> dict[str, Any]:
+    """What ``DataMeasures.settings()`` of the call on ``n`` training examples will say."""
+    from ...measures.data import DataMeasures
+
+    return DataMeasures(
+        measures={}, examples=min(MAX_EXAMPLES, n), n=n, seed=SEED, perturb=PERTURB
+    ).settings()
+
+
+def cache_key(
+    model_dir: Path,
+    names: Sequence[str],
+    n: int,
+    device: str,
+    weights: dict[str, float | None] | None = None,
+) -> str:
+    """The record key of the data measures of ``model_dir`` (module doc); ``weights``: the
+    weight-measure values the margin forms read (part of the key)."""
+    import torch
+
+    from ...io.files import canonical_json
+
+    text = canonical_json(
+        [
+            DATA_VERSION,
+            checkpoint_digest(model_dir),
+            _sha256(model_dir / DATA_FILE),
+            list(names),
+            _settings(n),
+            device,
+            str(torch.__version__),
+            {k: None if v is None else repr(float(v)) for k, v in sorted((weights or {}).items())},
+        ]
+    )
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
+def _stem(key: str) -> Path:
+    from ...io.cache import cache_dir
+
+    return cache_dir() / "data_measures" / key
+
+
+def load_cached(key: str, names: Sequence[str]) -> tuple[dict[str, float | None], dict[str, str]]:
+    """(values, notes) of record ``key``; empty when absent, damaged (one warning) or stale."""
+    from ...io.codec import read_record_or_none
+
+    got = read_record_or_none(_stem(key), kind=KIND, what="data-measure cache entry")
+    if got is None:
+        return {}, {}
+    meta, arrays = got
+    vals, defined = arrays.get("values"), arrays.get("defined")
+    ok = (
+        meta.get("key") == key
+        and meta.get("version") == DATA_VERSION
+        and meta.get("names") == list(names)
+        and isinstance(meta.get("notes"), dict)
+        and vals is not None
+        and defined is not None
+        and vals.dtype == np.float64
+        and vals.shape == defined.shape == (len(names),)
+    )
+    if not ok or vals is None or defined is None:
+        return {}, {}
+    values = {
+        m: (float(v) if bool(d) else None) for m, v, d in zip(names, vals, defined, strict=True)
+    }
+    return values, {str(k): str(v) for k, v in meta["notes"].items()}
+
+
+def store(key: str, values: dict[str, float | None], notes: dict[str, str]) -> bool:
+    """Write record ``key``; False (nothing written) when the cache folder cannot be written."""
+    from ...io.codec import write_record
+
+    names = list(values)
+    arrays = {
+        "values": np.array([math.nan if v is None else float(v) for v in values.values()]),
+        "defined": np.array([v is not None for v in values.values()], dtype=bool),
+    }
+    meta = {"key": key, "version": DATA_VERSION, "names": names, "notes": dict(notes)}
+    try:
+        write_record(_stem(key), meta, arrays, kind=KIND)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def load_model(model_dir: str | Path, device: str = "cpu") -> Any:
+    """The zoo model of ``model_dir`` as its transformers class (module doc), eval mode."""
+    from transformers import (
+        AutoConfig,
+        AutoModelForImageClassification,
+        AutoModelForSequenceClassification,
+    )
+
+    cfg = AutoConfig.from_pretrained(model_dir)
+    archs = list(getattr(cfg, "architectures", None) or [])
+    image = any(a.endswith("ForImageClassification") for a in archs) or cfg.model_type == "vit"
+    cls = AutoModelForImageClassification if image else AutoModelForSequenceClassification
+    return cls.from_pretrained(model_dir).to(device).eval()
+
+
+def torch_device(device: str | None) -> str:
+    """Where the data measures run: a cuda device when ``device`` names one, else the CPU."""
+    return str(device) if device is not None and str(device).startswith("cuda") else "cpu"
+
+
+def model_data_measures(
+    model_dir: str | Path,
+    *,
+    cache: bool = True,
+    device: str | None = None,
+    weights: dict[str, float | None] | None = None,
+) -> tuple[dict[str, float | None], dict[str, str], bool]:
+    """(values, notes, from the cache) of every data measure of one zoo model (module doc).
+
+    ``weights``: the model's weight measures (``log_spectral_product`` and the bounds, as
+    ``Analysis.measures``) for the margin forms; None: ``analyze`` of the loaded model."""
+    import json
+
+    from ...track.live import data_measures, weight_measures_for_margins
+    from ..zoo import get_task, training_data
+
+    d = Path(model_dir)
+    names = data_names()
+    if weights is not None:
+        weights = {m: weights.get(m) for m in weight_measures_for_margins(names)}
+    x, y = training_data(d)  # checksum-verified; raises a one-line SpecboundError
+    dev = torch_device(device)
+    key = cache_key(d, names, len(y), dev.split(":")[0], weights)
+    if cache:
+        values, notes = load_cached(key, names)
+        if values:
+            return values, notes, True
+    task = get_task(json.loads((d / DATA_FILE).read_text())["task"])
+    model = load_model(d, dev)
+    dm = data_measures(
+        model,
+        [(x, y)],
+        measures=names,
+        max_examples=MAX_EXAMPLES,
+        seed=SEED,
+        perturb=PERTURB,
+        logits_fn=task.logits,
+        weights=weights,
+    )
+    values, notes = dict(dm), dict(dm.notes)
+    if dm.settings() == _settings(len(y)) and cache:
+        store(key, values, notes)
+    return values, notes, False
+
+
+@dataclass
+class DataColumns:
+    """The data measures of the analyzed models: row index -> values, and the notes."""
+
+    values: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _reason(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"
+
+
+def compute_columns(
+    jobs: Sequence[tuple[int, str, dict[str, float | None] | None]],
+    *,
+    cache: bool = True,
+    device: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+    compute: Callable[..., Any] = model_data_measures,
+) -> DataColumns:
+    """The data measures of each ``(row index, model directory, its weight measures)``; a model
+    whose data measures fail gets empty cells (counted in a note), never the end of the study.
+    ``on_line``: one progress line per model (``[data i/n] DIR: 1.23 s``, ``: cached`` or
+    ``: failed: ...``)."""
+    out = DataColumns(names=data_names())
+    failed: list[str] = []
+    noted: dict[str, list[str]] = {}
+    for k, (i, d, weights) in enumerate(jobs, 1):
+        t0 = time.perf_counter()
+        try:
+            values, notes, hit = compute(d, cache=cache, device=device, weights=weights)
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            failed.append(f"{Path(d).name}: {_reason(exc)}")
+            status = f"failed: {_reason(exc)}"
+        else:
+            out.values[i] = values
+            for m, text in notes.items():
+                noted.setdefault(m, []).append(text)
+            status = "cached" if hit else f"{time.perf_counter() - t0:.2f} s"
+        if on_line is not None:
+            on_line(f"[data {k}/{len(jobs)}] {Path(d).name}: {status}")
+    out.notes.append(
+        f"data measures (SPEC 12) of {len(out.values)} zoo models on their training data: at "
+        f"most {MAX_EXAMPLES} examples, seed {SEED}, perturb={PERTURB!r} (every parameter)"
+    )
+    if failed:
+        out.notes.append(
+            f"data measures failed for {len(failed)} models (empty cells); first: {failed[0]}"
+        )
+    for m in out.names:
+        if m in noted:
+            out.notes.append(f"{m}: {len(noted[m])} of {len(out.values)} models: {noted[m][0]}")
+    return out
