@@ -99,6 +99,7 @@ def test_every_table_carries_the_data_measures(first):
     assert "pacbayes_flatness" in report and "spectrum_adaptive_per_margin_sqrt_n" in report
     # one progress line per model on stderr
     assert (r.out + r.err).count("[data ") == 4
+    assert "Loading weights" not in r.err  # transformers' own bar is silenced
 
 
 def test_margins_match_the_models_own_forward_pass(first, zoo):

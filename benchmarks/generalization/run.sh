@@ -9,4 +9,6 @@ specbound zoo train modular-addition --preset standard --out zoos/modular-additi
 for z in digits-v2 digits-fixed-n modular-addition-v2; do
   specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0
 done
+# SPEC 12's data measures next to the bounds (fixed-n digits; cached, so a re-run is quick)
+specbound correlate zoos/digits-fixed-n --out results/digits-fixed-n-data --bootstrap 1000 --seed 0 --data-measures
 python tables.py

@@ -193,12 +193,19 @@ def load_model(model_dir: str | Path, device: str = "cpu") -> Any:
         AutoModelForImageClassification,
         AutoModelForSequenceClassification,
     )
+    from transformers.utils import logging as hf_logging
 
     cfg = AutoConfig.from_pretrained(model_dir)
     archs = list(getattr(cfg, "architectures", None) or [])
     image = any(a.endswith("ForImageClassification") for a in archs) or cfg.model_type == "vit"
     cls = AutoModelForImageClassification if image else AutoModelForSequenceClassification
-    return cls.from_pretrained(model_dir).to(device).eval()
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # one progress line per model is ours to print
+    try:
+        return cls.from_pretrained(model_dir).to(device).eval()
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
 
 
 def torch_device(device: str | None) -> str:
