@@ -457,3 +457,19 @@ def test_analysis_measures_values_are_numbers(analysis_page: tuple[Path, object]
     v = a.measures["spectrum_adaptive"]
     assert re.search(rf'<td data-v="{re.escape(repr(float(v)))}">[^<]+</td>', html)
     assert '<td class="txt" data-v="undefined"' not in html
+
+
+def test_correlate_scatter_labels_say_the_scale() -> None:
+    """Log-valued measures (SPEC 9 log10 measures and their n/margin forms) say log10 on the x
+    axis; counts and exponents say linear."""
+    pytest.importorskip("matplotlib")
+    from specbound.report.figures.correlate import x_label
+
+    assert x_label("spectrum_adaptive") == "spectrum_adaptive (log10)"
+    assert x_label("norm_based_per_sqrt_n") == "norm_based_per_sqrt_n (log10)"
+    assert x_label("norm_based_per_margin_sqrt_n") == "norm_based_per_margin_sqrt_n (log10)"
+    assert x_label("log_spectral_product_over_margin").endswith("(log10)")
+    assert x_label("sample_size_only").endswith("(log10)")
+    assert x_label("num_parameters") == "num_parameters (linear)"
+    assert x_label("htsr_alpha").endswith("(linear)")
+    assert x_label("pacbayes_flatness").endswith("(linear)")

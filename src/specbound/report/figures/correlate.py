@@ -65,6 +65,23 @@ def colouring(result: Correlation, measure: str) -> tuple[str | None, str]:
     return axis, (f"coloured by {axis} (largest |psi_i|)" if axis else "")
 
 
+#: Suffixes of measures whose values are already log10 (the bound forms and margin forms).
+_LOG10_SUFFIXES = ("_per_sqrt_n", "_per_margin_sqrt_n", "_over_margin")
+
+
+def x_label(measure: str) -> str:
+    """``measure (log10)`` when the measure's values are log10 (SPEC 9's ``log10`` measures,
+    their n- and margin-normalized forms, ``sample_size_only``), else ``measure (linear)``."""
+    from ...measures import get_measure, measure_names
+
+    logged = (
+        (measure in measure_names() and get_measure(measure).log10)
+        or measure.endswith(_LOG10_SUFFIXES)
+        or measure == "sample_size_only"
+    )
+    return f"{measure} ({'log10' if logged else 'linear'})"
+
+
 @styled
 def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     """The measure against the gap (``colouring`` decides the colours)."""
@@ -97,7 +114,7 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
             ax.legend(title=title, fontsize=9, title_fontsize=9, loc="best", frameon=False)
         else:
             why += f"; colour over the {len(values)} values of {title}: dark = low, light = high"
-    ax.set_xlabel(measure)
+    ax.set_xlabel(x_label(measure))
     ax.set_ylabel(f"gap ({result.gap})")
     tau, lo, hi = (
         _float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
