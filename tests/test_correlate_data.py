@@ -50,7 +50,7 @@ def cache_home(tmp_path_factory):
     return tmp_path_factory.mktemp("data-cache")
 
 
-def _correlate(args, cache_home, monkeypatch=None):
+def _correlate(args, cache_home):
     env = {"SPECBOUND_CACHE_DIR": str(cache_home)}
     return run_cli("correlate", *args, "--bootstrap", "50", "--include-unconverged", env=env)
 
@@ -220,5 +220,4 @@ def test_without_the_flag_nothing_changes(first, zoo, cache_home, tmp_path):
     models = pd.read_csv(tmp_path / "o" / "models.csv")
     assert not set(NAMES) & set(models.columns)
     with_data = pd.read_csv(first[0] / "models.csv")
-    weight_cols = [c for c in models.columns]
-    pd.testing.assert_frame_equal(models, with_data[weight_cols], check_exact=True)
+    pd.testing.assert_frame_equal(models, with_data[list(models.columns)], check_exact=True)

@@ -35,3 +35,9 @@ class ConfigError(SpecboundError):
 
 class CacheError(SpecboundError):
     """The spectra cache folder cannot be used (e.g. ``cache clear`` on a read-only folder)."""
+
+
+def one_line_reason(exc: BaseException) -> str:
+    """A failure as one line: a SpecboundError's message, else ``Type: message``."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"

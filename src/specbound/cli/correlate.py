@@ -77,7 +77,6 @@ def correlate(
         fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
     eng = make_engine(engine, ray_address)
     require_matplotlib()
-
     check_output_dir(out)
 
     def note(i: int, n: int, name: str, error: str | None) -> None:

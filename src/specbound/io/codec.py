@@ -74,7 +74,8 @@ def record_paths(stem: str | os.PathLike[str]) -> tuple[Path, Path]:
     return s.with_name(s.name + ".json"), s.with_name(s.name + ".npz")
 
 
-def _sha256_file(fh: Any) -> str:
+def sha256_file(fh: Any) -> str:
+    """SHA-256 (hex) of an open binary file, read from its current position in 1 MiB chunks."""
     h = hashlib.sha256()
     for chunk in iter(lambda: fh.read(1 << 20), b""):
         h.update(chunk)
@@ -138,7 +139,7 @@ def write_record(
                 with zf.open(info, "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, checked[name], allow_pickle=False)
         fh.seek(0)
-        body["npz_sha256"] = _sha256_file(fh)
+        body["npz_sha256"] = sha256_file(fh)
     body["body_sha256"] = hashlib.sha256(canonical_json(body)).hexdigest()
     with _temp_beside(json_path) as fh:
         fh.write(canonical_json(body) + b"\n")
@@ -205,7 +206,7 @@ def _verify_body(body: dict[str, Any], json_path: Path, kind: str | None) -> Non
 def _load_arrays(
     fh: Any, body: dict[str, Any], json_path: Path, finite: bool
 ) -> dict[str, np.ndarray]:
-    if _sha256_file(fh) != body["npz_sha256"]:
+    if sha256_file(fh) != body["npz_sha256"]:
         raise RecordError(json_path, "the npz checksum does not match (truncated or replaced)")
     fh.seek(0)
     listing = body["arrays"]

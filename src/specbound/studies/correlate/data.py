@@ -24,14 +24,15 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...errors import SpecboundError
+from ...errors import SpecboundError, one_line_reason
+from ..zoo.data import DATA_FILE
 from . import manifest as M
 
 #: Bump when the data measures' computation changes, so old cache records are not reused.
@@ -41,7 +42,6 @@ KIND = "data-measures"
 MAX_EXAMPLES = 2048
 SEED = 0
 PERTURB = "all"
-DATA_FILE = "data.json"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -82,11 +82,10 @@ def eligible(zoo: M.Zoo) -> tuple[list[str], str | None]:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
+    from ...io.codec import sha256_file
+
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return sha256_file(fh)
 
 
 def checkpoint_digest(model_dir: Path) -> str:
@@ -213,26 +212,29 @@ def torch_device(device: str | None) -> str:
     return str(device) if device is not None and str(device).startswith("cuda") else "cpu"
 
 
+def _finite_or_none(v: Any) -> float | None:
+    return None if v is None or not math.isfinite(float(v)) else float(v)
+
+
 def model_data_measures(
     model_dir: str | Path,
     *,
     cache: bool = True,
     device: str | None = None,
-    weights: dict[str, float | None] | None = None,
+    weights: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, float | None], dict[str, str], bool]:
     """(values, notes, from the cache) of every data measure of one zoo model (module doc).
 
-    ``weights``: the model's weight measures (``log_spectral_product`` and the bounds, as
-    ``Analysis.measures``) for the margin forms; None: ``analyze`` of the loaded model."""
-    import json
-
+    ``weights``: the model's weight measures (``Analysis.measures`` or a models.csv row; only
+    ``log_spectral_product`` and the bounds are read, NaN counts as undefined) for the margin
+    forms; None: ``analyze`` of the loaded model."""
     from ...track.live import data_measures, weight_measures_for_margins
-    from ..zoo import get_task, training_data
+    from ..zoo.data import task_of, training_data
 
     d = Path(model_dir)
     names = data_names()
     if weights is not None:
-        weights = {m: weights.get(m) for m in weight_measures_for_margins(names)}
+        weights = {m: _finite_or_none(weights.get(m)) for m in weight_measures_for_margins(names)}
     x, y = training_data(d)  # checksum-verified; raises a one-line SpecboundError
     dev = torch_device(device)
     key = cache_key(d, names, len(y), dev.split(":")[0], weights)
@@ -240,7 +242,7 @@ def model_data_measures(
         values, notes = load_cached(key, names)
         if values:
             return values, notes, True
-    task = get_task(json.loads((d / DATA_FILE).read_text())["task"])
+    task = task_of(d)
     model = load_model(d, dev)
     dm = data_measures(
         model,
@@ -267,13 +269,8 @@ class DataColumns:
     notes: list[str] = field(default_factory=list)
 
 
-def _reason(exc: BaseException) -> str:
-    msg = " ".join(str(exc).split()) or type(exc).__name__
-    return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"
-
-
 def compute_columns(
-    jobs: Sequence[tuple[int, str, dict[str, float | None] | None]],
+    jobs: Sequence[tuple[int, str, Mapping[str, Any] | None]],
     *,
     cache: bool = True,
     device: str | None = None,
@@ -294,8 +291,8 @@ def compute_columns(
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as exc:
-            failed.append(f"{Path(d).name}: {_reason(exc)}")
-            status = f"failed: {_reason(exc)}"
+            failed.append(f"{Path(d).name}: {one_line_reason(exc)}")
+            status = f"failed: {one_line_reason(exc)}"
         else:
             out.values[i] = values
             for m, text in notes.items():

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import SpecboundError
+from ...errors import SpecboundError, one_line_reason
 from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
 from . import manifest as M
 from . import table as T
@@ -201,11 +201,6 @@ def _empty_frame(columns: Sequence[str]) -> pd.DataFrame:
 # --- the jobs --------------------------------------------------------------------------------
 
 
-def _reason(exc: BaseException) -> str:
-    msg = " ".join(str(exc).split()) or type(exc).__name__
-    return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"
-
-
 def model_worker(analyzer: Analyzer | None, model: Any, name: str | None, kwargs: Any) -> Any:
     """One job: ``analyze`` (or ``analyzer(path, init, cache, device, name)``) of one model.
 
@@ -223,7 +218,7 @@ def model_worker(analyzer: Analyzer | None, model: Any, name: str | None, kwargs
     except SpecboundError:
         raise
     except Exception as exc:
-        raise SpecboundError(_reason(exc)) from None
+        raise SpecboundError(one_line_reason(exc)) from None
 
 
 def _values_of(out: Any) -> dict[str, float | None]:
@@ -278,28 +273,15 @@ def _add_data_measures(
     """Add the data-measure columns to ``models`` (row k is manifest row ``row_of[k]``):
     (the measures added, the notes). None added, and one note, when the manifest's models are
     not all zoo model directories."""
-    from ...measures.data import BOUNDS
     from . import data as D
 
-    inputs = ("log_spectral_product", *BOUNDS)
     dirs, why = D.eligible(zoo)
     if why is not None:
         if on_data is not None:
             on_data(why)
         return [], [why]
-    weights = models.to_dict("records")
-    jobs = [
-        (
-            k,
-            dirs[i],
-            {
-                m: (None if v is None or not math.isfinite(float(v)) else float(v))
-                for m, v in weights[k].items()
-                if m in inputs
-            },
-        )
-        for k, i in enumerate(row_of)
-    ]
+    rows = models.to_dict("records")
+    jobs = [(k, dirs[i], rows[k]) for k, i in enumerate(row_of)]
     cols = D.compute_columns(jobs, cache=cache, device=device, on_line=on_data)
     for m in cols.names:
         models[m] = [

@@ -76,6 +76,13 @@ def _record(model_dir: Path) -> dict[str, Any]:
     return rec
 
 
+def task_of(model_dir: str | os.PathLike[str]) -> Any:
+    """The registered task a zoo model was trained on (from its validated ``data.json``)."""
+    from .tasks import get_task
+
+    return get_task(_record(Path(model_dir))["task"])
+
+
 def split_data(model_dir: str | os.PathLike[str], part: str = "train") -> tuple[Any, Any]:
     """``(inputs, labels)`` of the ``part`` ("train" or "test") split of a zoo model."""
     from .tasks import get_task
