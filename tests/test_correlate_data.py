@@ -221,3 +221,41 @@ def test_without_the_flag_nothing_changes(first, zoo, cache_home, tmp_path):
     assert not set(NAMES) & set(models.columns)
     with_data = pd.read_csv(first[0] / "models.csv")
     pd.testing.assert_frame_equal(models, with_data[list(models.columns)], check_exact=True)
+
+
+def test_worker_processes_give_the_values_of_one_process(first, zoo, tmp_path):
+    """--data-workers only changes where the models run: each runs on one torch thread either
+    way, so two spawned workers give the in-process values bit for bit. A model that cannot
+    load in a worker fails alone, with its reason on its line."""
+    from specbound.studies.correlate import data as D
+
+    rows = pd.read_csv(first[0] / "models.csv")
+    broken = tmp_path / "broken-model"
+    shutil.copytree(zoo / rows["model"][0], broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    jobs = [(k, str(zoo / m), rows.iloc[k].to_dict()) for k, m in enumerate(rows["model"])]
+    lines: list[str] = []
+    one = D.compute_columns(jobs, cache=False, workers=1)
+    two = D.compute_columns(
+        [*jobs, (len(jobs), str(broken), None)], cache=False, workers=2, on_line=lines.append
+    )
+    assert set(two.values) == set(range(len(jobs)))
+    for k in range(len(jobs)):
+        assert two.values[k] == one.values[k], rows["model"][k]
+        assert two.values[k]["inverse_margin"] == rows["inverse_margin"][k]
+    assert len(lines) == len(jobs) + 1
+    failed = [ln for ln in lines if "broken-model: failed: " in ln]
+    assert len(failed) == 1 and "\n" not in failed[0], lines
+    assert any("data measures failed for 1 models" in n for n in two.notes), two.notes
+
+
+@pytest.mark.parametrize("bad", ["0", "100000", "two"])
+def test_a_bad_worker_count_is_one_line(zoo, cache_home, tmp_path, bad):
+    r = _correlate(
+        [str(zoo), "--out", str(tmp_path / "o"), "--data-measures", "--data-workers", bad],
+        cache_home,
+    )
+    assert r.code == 2
+    assert "--data-workers" in r.one_error_line()
+    assert not (tmp_path / "o").exists()

@@ -90,12 +90,12 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
     assert "proxies: leading factors" in answer.lower() or "not bounds on the test error" in answer
     # the depth factor is never headed plain "alpha"
     assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
-    # matrices table: an FFN matrix has no head ("undefined"), never the CSV's -1 placeholder
+    # matrices table: an FFN matrix has no head ("n/a", not applicable), never the CSV -1
     table = html.split("(matrices.csv)</h2>", 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr>(.*?)</tr>", table)
     cells = [c for r in rows if (c := re.findall(r"<td[^>]*>(.*?)</td>", r))]
     ffn = [c for c in cells if c[2] in ("M_in", "M_out")]
-    assert ffn and all(c[1] == "undefined" for c in ffn)
+    assert ffn and all(c[1] == "n/a" for c in ffn)
     assert all(c[1] != "-1" for c in cells)
 
 
@@ -376,3 +376,60 @@ def test_study_to_dir_writes_csvs_without_matplotlib(
     names = {p.name for p in Path(out).iterdir()}
     assert {"models.csv", "growth.csv"} <= names
     assert "report.html" not in names and "figures" not in names
+
+
+def test_terminal_summary_of_minilm_keeps_every_column_at_80(
+    minilm_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 80 columns every per-layer column is shown in full (no ellipsis), one format per
+    quantity: contributions with thousands separators and one decimal, spectral norms with
+    three decimals, both bounds in scientific notation."""
+    import specbound
+    from specbound.report.terminal import print_summary
+
+    a = specbound.analyze(minilm_dir)
+    print_summary(a, width=80)
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(ln) <= 80 and "…" not in ln for ln in lines), lines
+    cols = a.layer_columns()
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == "per layer")
+    for layer in range(6):
+        cells = lines[start + 4 + layer].split()
+        total = float(cols["contribution_total"][layer])
+        assert cells[0] == str(layer) and cells[6] == f"{total:,.1f}", cells
+        assert float(cells[6].replace(",", "")) == pytest.approx(total, abs=0.05)
+        assert len(cells) == 9
+    assert any("2.0573e+04" in ln for ln in lines)  # 20573 in the bounds table, scientific
+    biggest = next(i for i, ln in enumerate(lines) if ln.strip() == "largest contributions")
+    norm = lines[biggest + 3].split()[-1]
+    assert len(norm.split(".")[1]) == 3, lines[biggest + 3]
+    params = next(ln for ln in lines if ln.strip().startswith("num_parameters"))
+    n_params = int(a.measures["num_parameters"])
+    assert n_params > 1000 and f"{n_params:,}" in params
+
+
+def test_one_format_per_column() -> None:
+    """Every numeric column of a page table has one format (issue 21): no "2.8291e+22" above
+    "23,370" above "1" in one column, no "13.4" beside "8.88"."""
+    import math
+
+    import pandas as pd
+
+    from specbound.report.html import column_format, table
+
+    f = column_format("depth_factor", [2.8291e22, 1.1608e18, 23370.2, 1.0])
+    assert [f(v) for v in (2.8291e22, 23370.2, 1.0)] == ["2.8291e+22", "2.3370e+04", "1.0000e+00"]
+    f = column_format("log10_depth_factor", [22.4517, 13.4, 0.0])
+    assert [f(v) for v in (22.4517, 13.4, 0.0, -0.0004)] == ["22.452", "13.400", "0.000", "0.000"]
+    f = column_format("spectral_norm", [11.176, 8.001, 4.97])
+    assert [f(v) for v in (11.176, 8.001, 4.97)] == ["11.18", "8.00", "4.97"]
+    f = column_format("contribution", [3428.4, 384.0])
+    assert [f(v) for v in (3428.4, 384.0)] == ["3,428", "384"]
+    f = column_format("rank", [384.0, 1536.0])
+    assert [f(v) for v in (384.0, 1536.0)] == ["384", "1,536"]
+    f = column_format("x", [0.5, math.nan])
+    assert f(math.nan) == "undefined" and f(0.5) == "0.5000"
+    df = pd.DataFrame({"head": [0.0, math.nan], "v": [1.5, 2.25]})
+    html = table(df, missing={"head": "n/a"})
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    assert cells == ["0", "1.500", "n/a", "2.250"]

@@ -59,6 +59,15 @@ def correlate(
             "on its recorded training data (needs torch).",
         ),
     ] = False,
+    data_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--data-workers",
+            help="Processes computing the data measures, each model on one torch thread (the "
+            "values do not depend on it).",
+            show_default="one per CPU core",
+        ),
+    ] = None,
     device: Device = None,
     no_cache: NoCache = False,
     quiet: Quiet = False,
@@ -76,6 +85,16 @@ def correlate(
     if source is None or (zoo is not None and manifest is not None):
         fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
     eng = make_engine(engine, ray_address)
+    if data_workers is not None:
+        from ..studies.zoo.plan import max_threads
+
+        hi = max_threads()
+        if not 1 <= data_workers <= hi:
+            fail(f"--data-workers {data_workers}: expected an integer in 1..{hi} (4 x the CPUs)")
+    elif data_measures:
+        from ..studies.correlate.data import default_workers
+
+        data_workers = default_workers(device)
     require_matplotlib()
     check_output_dir(out)
 
@@ -98,6 +117,7 @@ def correlate(
         on_model=note,
         engine=eng,
         data_measures=data_measures,
+        data_workers=data_workers or 1,
         on_data=None if quiet else progress_line,
         **sweep_state(eng, out, quiet),
     )

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
     from .figures.style import Figure
 
-#: The one way a page writes a value that is not defined (NaN, missing, not applicable).
+#: The one way a page writes a value that is not defined (NaN, missing).
 UNDEFINED = "undefined"
+#: How a page writes a cell that has no meaning for its row (a feed-forward matrix's head).
+NOT_APPLICABLE = "n/a"
 #: How a page writes a positive value beyond the float64 range (its log10 is kept).
 BEYOND = "> 1.8e308"
 
@@ -194,6 +196,15 @@ GLOSSARY = (
         "ceiling gap = log10 ceiling - log10 B (0 = at the ceiling)",
     ),
     ("HTSR alpha", "WeightWatcher's power-law exponent of the eigenvalues of W^T W (SPEC 9)"),
+    (
+        "undefined",
+        "a value that could exist but does not here (e.g. distance_from_init without an init "
+        "checkpoint, a statistic with no pair to compare)",
+    ),
+    (
+        "n/a",
+        "not applicable: the cell has no meaning for its row (a feed-forward matrix has no head)",
+    ),
 )
 
 _ABS_PATH = re.compile(
@@ -256,6 +267,59 @@ def fmt(v: Any, digits: int | None = None) -> str:
     return str(v)
 
 
+def _is_whole(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) or (
+        isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()
+    )
+
+
+def column_format(name: str, values: Sequence[Any]) -> Any:
+    """One format for a whole numeric column (a function value -> text): counts (every value
+    whole) with thousands separators; log10 columns with 3 decimals; a column reaching 1e6,
+    or spanning more than 4 decades below 1e-3, in scientific notation (5 significant digits)
+    throughout; else fixed decimals giving its largest value 4 significant digits (so 11.18,
+    8.00, 4.97 rather than 11.18, 8.001, 4.97). Undefined and beyond-float64 values as
+    :func:`fmt`."""
+    finite = [
+        float(v)
+        for v in values
+        if isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, (bool, np.bool_))
+        and math.isfinite(float(v))
+    ]
+    if not finite or all(_is_whole(v) for v in finite):
+        return fmt
+    if "log10" in str(name):
+        decimals = 3
+    else:
+        big = max(abs(v) for v in finite)
+        small = min((abs(v) for v in finite if v != 0), default=big)
+        if big >= 1e6 or (small < 1e-3 and big / small > 1e4):
+
+            def sci(v: Any) -> str:
+                if isinstance(v, (bool, np.bool_)) or not isinstance(
+                    v, (int, float, np.integer, np.floating)
+                ):
+                    return fmt(v)
+                f = float(v)
+                return f"{f:.4e}" if math.isfinite(f) and f != 0 else fmt(v)
+
+            return sci
+        decimals = min(6, max(0, 3 - math.floor(math.log10(big)))) if big > 0 else 0
+
+    def fixed(v: Any) -> str:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(
+            v, (int, float, np.integer, np.floating)
+        ):
+            return fmt(v)
+        f = float(v)
+        if not math.isfinite(f):
+            return fmt(v)
+        return f"{round(f, decimals) + 0.0:,.{decimals}f}"  # never "-0.000"
+
+    return fixed
+
+
 def interval(lo: Any, hi: Any, digits: int = 2) -> str:
     """``[lo, hi]`` with ``digits`` decimals, or "no interval" when either end is undefined."""
     try:
@@ -316,13 +380,16 @@ def table(
     first: Sequence[str] = (),
     page_size: int | None = None,
     labels: dict[str, str] | None = None,
+    missing: dict[str, str] | None = None,
 ) -> str:
     """THE table renderer: a sortable HTML table (click a header) in a scroll box with a sticky
     header; numbers right-aligned (:func:`fmt`) and sorted numerically; text columns escaped and
     path-scrubbed; columns of ``first`` first; headers in words (``LABELS``, the CSV name as
     tooltip). Every row is written; with ``page_size`` and more rows than that, a pager shows
-    ``page_size`` rows at a time (button "all" shows them all). ``max_rows`` is accepted for
-    old callers and means ``page_size``."""
+    ``page_size`` rows at a time (button "all" shows them all). Each numeric column has one
+    format (:func:`column_format`). ``missing``: column -> the word for its missing cells
+    (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``max_rows`` is accepted for old
+    callers and means ``page_size``."""
     from pandas.api.types import is_numeric_dtype
 
     if max_rows is not None and page_size is None:
@@ -332,6 +399,8 @@ def table(
     names = {**LABELS, **(labels or {})}
     cols = list(df.columns)
     text_cols = {c for c in cols if not _numeric_column(df[c], is_numeric_dtype)}
+    formats = {c: (fmt if c in text_cols else column_format(str(c), list(df[c]))) for c in cols}
+    missing = missing or {}
     head = "".join(
         f'<th class="{"txt" if c in text_cols else ""}" title="{escape(c)}">'
         f"{escape(names.get(str(c), str(c).replace('_', ' ')))}</th>"
@@ -342,7 +411,9 @@ def table(
         cells = []
         logs = dict(zip(cols, row, strict=True))
         for c, v in zip(cols, row, strict=True):
-            raw, shown = _sort_key(v), fmt(v)
+            raw, shown = _sort_key(v), formats[c](v)
+            if c in missing and is_undefined(v):
+                shown = missing[c]
             if _beyond_float64(v, logs.get(f"log10_{c}")):  # missing because it overflowed
                 raw, shown = "Infinity", BEYOND
             if c in text_cols:

@@ -30,8 +30,16 @@ PROXY_CAVEAT = "proxies: leading factors with constants dropped, not bounds on t
 
 
 def _fmt_bound(b: Any) -> str:
+    """A bound's value, always in one format (scientific, 5 significant digits)."""
     v = b.value
-    return f"{v:.6g}" if v is not None and math.isfinite(v) else "> 1.8e308"
+    return f"{v:.4e}" if v is not None and math.isfinite(v) else "> 1.8e308"
+
+
+def _fixed(v: float, decimals: int) -> str:
+    """``v`` with thousands separators and ``decimals`` decimals (scientific from 1e12 on)."""
+    if not math.isfinite(v):
+        return "undefined" if math.isnan(v) else "> 1.8e308"
+    return f"{v:.4e}" if abs(v) >= 1e12 else f"{v:,.{decimals}f}"
 
 
 def explain_p(p_star: np.ndarray, analysis: Analysis | None = None) -> str:
@@ -137,8 +145,11 @@ def _title(console: Any, text: str) -> None:
 
 
 def _short(v: float | None, spec: str = ".4g") -> str:
+    """A measure's value: a whole number (a count) with thousands separators, else ``spec``."""
     if v is None or not math.isfinite(v):
         return "undefined" if v is None or math.isnan(v) else "> 1.8e308"
+    if float(v).is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
     return format(v, spec)
 
 
@@ -170,6 +181,7 @@ def print_summary(
 ) -> None:
     """The terminal summary of ``analyze``: the answer first (``answer_lines``), then the
     per-layer table, the p* counts, the largest contributions, the bounds and the measures."""
+    from rich import box
     from rich.table import Table
 
     console = _console(width)
@@ -187,15 +199,15 @@ def print_summary(
     mats = a.matrix_columns()
     depth = cols["log10_depth_factor"] if "log10_depth_factor" in cols else cols["log10_alpha"]
     _title(console, "per layer")
-    t = Table(show_edge=False)
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for c in ["layer", "log10\ndepth_factor", *MATRIX_TYPES, "total", "p*=0", "p*=2"]:
         t.add_column(c, justify="right", no_wrap=True)
     for l in range(s.num_layers):
         t.add_row(
             str(l),
             f"{depth[l]:.3f}",
-            *[f"{cols[f'contribution_{m}'][l]:.4g}" for m in MATRIX_TYPES],
-            f"{cols['contribution_total'][l]:.4g}",
+            *[_fixed(float(cols[f"contribution_{m}"][l]), 1) for m in MATRIX_TYPES],
+            _fixed(float(cols["contribution_total"][l]), 1),
             str(cols["n_p0"][l]),
             str(cols["n_p2"][l]),
         )
@@ -228,9 +240,9 @@ def print_summary(
             str(mats["head"][i]) if mats["head"][i] >= 0 else "",
             mats["matrix_type"][i],
             f"{mats['p_star'][i]:.3g}",
-            f"{mats['contribution'][i]:.4g}",
-            str(mats["rank"][i]),
-            f"{mats['spectral_norm'][i]:.4g}",
+            _fixed(float(mats["contribution"][i]), 1),
+            f"{int(mats['rank'][i]):,}",
+            _fixed(float(mats["spectral_norm"][i]), 3),
         )
     console.print(tt)
 

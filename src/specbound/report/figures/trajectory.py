@@ -64,7 +64,7 @@ def metrics_figure(
         panels.append(("Generalization gap", ["__gap__"], gap.label.replace("gap = ", "gap: ")))
     ptypes = [f"{t}_mean_p_star" for t in MATRIX_TYPES if f"{t}_mean_p_star" in df.columns]
     if ptypes:
-        panels.append(("Mean p* per matrix type", ptypes, "mean p*"))
+        panels.append(("Mean p*", ptypes, "mean p* per matrix type"))
     if not panels:
         return None
     cols = 2 if len(panels) > 1 else 1
@@ -78,12 +78,21 @@ def metrics_figure(
             label = c.replace("_mean_p_star", "") if c != "__gap__" else None
             ax.plot(steps, y, lw=1.6, color=f"C{k}" if c != "__gap__" else "#c0392b", label=label)
         _mark(ax, phase)
-        ax.set_title(title)
+        ax.set_title(title, loc="left")
         ax.set_ylabel(ylabel)
         ax.set_xlabel("step")
         ax.grid(True, alpha=0.3)
-        if len(columns) > 1:
-            ax.legend(frameon=False, fontsize=10)
+        if len(columns) > 1:  # above the axes, right of the title: never over a curve
+            ax.legend(
+                frameon=False,
+                fontsize=9,
+                ncol=len(columns),
+                loc="lower right",
+                bbox_to_anchor=(1.0, 1.0),
+                borderaxespad=0.1,
+                handlelength=1.2,
+                columnspacing=0.8,
+            )
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle("Training metrics" + (" (shaded: grokking phase)" if phase else ""))

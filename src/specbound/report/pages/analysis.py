@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...naming import display_name
-from ..html import escape, figure_html, page, scrub_paths, table
+from ..html import NOT_APPLICABLE, escape, figure_html, page, scrub_paths, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -163,7 +163,7 @@ def analysis_sections(a: Analysis, figs: Sequence[Figure], notes: Sequence[str] 
     from ..figures.analysis import head_grids, heatmap_summary
 
     mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
-    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: undefined
+    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: n/a
     mats = mats.rename(columns=DEPTH_RENAME)
     out = [answer_html(a)]
     mt = measures_table(a)
@@ -185,7 +185,7 @@ def analysis_sections(a: Analysis, figs: Sequence[Figure], notes: Sequence[str] 
         "<h2>Per layer (layers.csv)</h2>"
         + table(a.layers.rename(columns=DEPTH_RENAME), first=LAYER_FIRST),
         "<h2>Matrices, largest contributions first (matrices.csv)</h2>"
-        + table(mats, page_size=50, first=MATRIX_FIRST),
+        + table(mats, page_size=50, first=MATRIX_FIRST, missing={"head": NOT_APPLICABLE}),
     ]
     weights = getattr(a, "weights", None)
     if weights is not None and len(weights):

@@ -24,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,9 @@ from ..zoo.data import DATA_FILE
 from . import manifest as M
 
 #: Bump when the data measures' computation changes, so old cache records are not reused.
-DATA_VERSION = "1"
+#: "2": every model on one torch thread (float32 logits, hence margins, change in the last
+#: bits with the thread count; "1" used torch's default).
+DATA_VERSION = "2"
 #: The ``kind`` of a data-measure cache record.
 KIND = "data-measures"
 MAX_EXAMPLES = 2048
@@ -216,6 +219,38 @@ def _finite_or_none(v: Any) -> float | None:
     return None if v is None or not math.isfinite(float(v)) else float(v)
 
 
+def _prepared(
+    model_dir: str | Path, device: str | None, weights: Mapping[str, Any] | None
+) -> tuple[Path, Any, Any, str, str, dict[str, float | None] | None]:
+    """(directory, inputs, labels, device, cache key, the weights the margin forms read)."""
+    from ...track.live import weight_measures_for_margins
+    from ..zoo.data import training_data
+
+    d = Path(model_dir)
+    names = data_names()
+    w = None
+    if weights is not None:
+        w = {m: _finite_or_none(weights.get(m)) for m in weight_measures_for_margins(names)}
+    x, y = training_data(d)  # checksum-verified; raises a one-line SpecboundError
+    dev = torch_device(device)
+    return d, x, y, dev, cache_key(d, names, len(y), dev.split(":")[0], w), w
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch's intra-op threads set to 1 (restored on exit): the data measures of a zoo model
+    are computed single-threaded wherever they run, so their values do not depend on how many
+    models run at once (``workers``)."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 def model_data_measures(
     model_dir: str | Path,
     *,
@@ -223,41 +258,69 @@ def model_data_measures(
     device: str | None = None,
     weights: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, float | None], dict[str, str], bool]:
-    """(values, notes, from the cache) of every data measure of one zoo model (module doc).
+    """(values, notes, from the cache) of every data measure of one zoo model (module doc),
+    computed with one torch thread (:func:`one_thread`).
 
     ``weights``: the model's weight measures (``Analysis.measures`` or a models.csv row; only
     ``log_spectral_product`` and the bounds are read, NaN counts as undefined) for the margin
     forms; None: ``analyze`` of the loaded model."""
-    from ...track.live import data_measures, weight_measures_for_margins
-    from ..zoo.data import task_of, training_data
+    from ...track.live import data_measures
+    from ..zoo.data import task_of
 
-    d = Path(model_dir)
     names = data_names()
-    if weights is not None:
-        weights = {m: _finite_or_none(weights.get(m)) for m in weight_measures_for_margins(names)}
-    x, y = training_data(d)  # checksum-verified; raises a one-line SpecboundError
-    dev = torch_device(device)
-    key = cache_key(d, names, len(y), dev.split(":")[0], weights)
+    d, x, y, dev, key, w = _prepared(model_dir, device, weights)
     if cache:
         values, notes = load_cached(key, names)
         if values:
             return values, notes, True
     task = task_of(d)
-    model = load_model(d, dev)
-    dm = data_measures(
-        model,
-        [(x, y)],
-        measures=names,
-        max_examples=MAX_EXAMPLES,
-        seed=SEED,
-        perturb=PERTURB,
-        logits_fn=task.logits,
-        weights=weights,
-    )
+    with one_thread():
+        model = load_model(d, dev)
+        dm = data_measures(
+            model,
+            [(x, y)],
+            measures=names,
+            max_examples=MAX_EXAMPLES,
+            seed=SEED,
+            perturb=PERTURB,
+            logits_fn=task.logits,
+            weights=w,
+        )
     values, notes = dict(dm), dict(dm.notes)
     if dm.settings() == _settings(len(y)) and cache:
         store(key, values, notes)
     return values, notes, False
+
+
+def cached_data_measures(
+    model_dir: str | Path,
+    *,
+    device: str | None = None,
+    weights: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, float | None], dict[str, str]] | None:
+    """(values, notes) of one zoo model from the cache, or None when they must be computed."""
+    _, _, _, _, key, _ = _prepared(model_dir, device, weights)
+    values, notes = load_cached(key, data_names())
+    return (values, notes) if values else None
+
+
+def default_workers(device: str | None = None) -> int:
+    """Worker processes for the data measures: one per CPU core on the CPU, 1 on a GPU."""
+    import os
+
+    if torch_device(device) != "cpu":
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def _worker_job(
+    job: tuple[str, bool, str | None, Mapping[str, Any] | None],
+) -> tuple[tuple[dict[str, float | None], dict[str, str], bool], float]:
+    """``model_data_measures`` of one job in a worker process, with its own time taken."""
+    d, cache, device, weights = job
+    t0 = time.perf_counter()
+    got = model_data_measures(d, cache=cache, device=device, weights=weights)
+    return got, time.perf_counter() - t0
 
 
 @dataclass
@@ -269,40 +332,118 @@ class DataColumns:
     notes: list[str] = field(default_factory=list)
 
 
+Outcome = tuple[dict[str, float | None], dict[str, str], bool] | BaseException
+
+
+def _in_turn(
+    jobs: Sequence[tuple[int, str, Mapping[str, Any] | None]], cache: bool, device: str | None
+) -> Iterator[tuple[int, str, Outcome, float]]:
+    for i, d, weights in jobs:
+        t0 = time.perf_counter()
+        try:
+            out: Outcome = model_data_measures(d, cache=cache, device=device, weights=weights)
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            out = exc
+        yield i, d, out, time.perf_counter() - t0
+
+
+def _in_processes(
+    jobs: Sequence[tuple[int, str, Mapping[str, Any] | None]],
+    cache: bool,
+    device: str | None,
+    workers: int,
+) -> Iterator[tuple[int, str, Outcome, float]]:
+    """Each job in one of ``workers`` spawned processes (torch and the model reimported there),
+    as they finish. A worker that dies fails the jobs it had not finished, not the study."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    started: dict[Future[Any], tuple[int, str]] = {}
+    try:
+        for i, d, weights in jobs:
+            job = (d, cache, device, None if weights is None else dict(weights))
+            started[pool.submit(_worker_job, job)] = (i, d)
+        pending = set(started)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: started[f][0]):
+                i, d = started[fut]
+                took = 0.0
+                try:
+                    out: Outcome
+                    out, took = fut.result()
+                except Exception as exc:  # the job's error, or a dead worker
+                    out = exc
+                yield i, d, out, took
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def compute_columns(
     jobs: Sequence[tuple[int, str, Mapping[str, Any] | None]],
     *,
     cache: bool = True,
     device: str | None = None,
     on_line: Callable[[str], None] | None = None,
-    compute: Callable[..., Any] = model_data_measures,
+    workers: int = 1,
 ) -> DataColumns:
     """The data measures of each ``(row index, model directory, its weight measures)``; a model
     whose data measures fail gets empty cells (counted in a note), never the end of the study.
-    ``on_line``: one progress line per model (``[data i/n] DIR: 1.23 s``, ``: cached`` or
+
+    Cached models are read here; the others are computed in turn in this process
+    (``workers`` 1) or in ``workers`` spawned processes (a script calling this with
+    ``workers`` > 1 needs the ``if __name__ == "__main__":`` guard of ``multiprocessing``),
+    each with one torch thread, so the values are the same for any ``workers``. ``on_line``: one
+    progress line per model as it finishes (``[data i/n] DIR: 1.23 s``, ``: cached`` or
     ``: failed: ...``)."""
     out = DataColumns(names=data_names())
     failed: list[str] = []
     noted: dict[str, list[str]] = {}
-    for k, (i, d, weights) in enumerate(jobs, 1):
-        t0 = time.perf_counter()
-        try:
-            values, notes, hit = compute(d, cache=cache, device=device, weights=weights)
-        except (KeyboardInterrupt, MemoryError):
-            raise
-        except Exception as exc:
-            failed.append(f"{Path(d).name}: {one_line_reason(exc)}")
-            status = f"failed: {one_line_reason(exc)}"
+    done = 0
+
+    def record(i: int, d: str, got: Outcome, status: str) -> None:
+        nonlocal done
+        done += 1
+        if isinstance(got, BaseException):
+            failed.append(f"{Path(d).name}: {one_line_reason(got)}")
+            status = f"failed: {one_line_reason(got)}"
         else:
+            values, notes, _ = got
             out.values[i] = values
             for m, text in notes.items():
                 noted.setdefault(m, []).append(text)
-            status = "cached" if hit else f"{time.perf_counter() - t0:.2f} s"
         if on_line is not None:
-            on_line(f"[data {k}/{len(jobs)}] {Path(d).name}: {status}")
+            on_line(f"[data {done}/{len(jobs)}] {Path(d).name}: {status}")
+
+    todo = []
+    for i, d, weights in jobs:
+        hit = None
+        if cache:
+            try:
+                hit = cached_data_measures(d, device=device, weights=weights)
+            except SpecboundError as exc:
+                record(i, d, exc, "")
+                continue
+        if hit is not None:
+            record(i, d, (hit[0], hit[1], True), "cached")
+        else:
+            todo.append((i, d, weights))
+    n_workers = min(max(1, int(workers)), len(todo))
+    runs = (
+        _in_processes(todo, cache, device, n_workers)
+        if n_workers > 1
+        else _in_turn(todo, cache, device)
+    )
+    for i, d, got, took in runs:
+        status = "cached" if not isinstance(got, BaseException) and got[2] else f"{took:.2f} s"
+        record(i, d, got, status)
     out.notes.append(
         f"data measures (SPEC 12) of {len(out.values)} zoo models on their training data: at "
-        f"most {MAX_EXAMPLES} examples, seed {SEED}, perturb={PERTURB!r} (every parameter)"
+        f"most {MAX_EXAMPLES} examples, seed {SEED}, perturb={PERTURB!r} (every parameter), "
+        "one torch thread per model"
     )
     if failed:
         out.notes.append(

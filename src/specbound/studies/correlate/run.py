@@ -269,6 +269,7 @@ def _add_data_measures(
     cache: bool,
     device: str | None,
     on_data: Callable[[str], None] | None,
+    workers: int = 1,
 ) -> tuple[list[str], list[str]]:
     """Add the data-measure columns to ``models`` (row k is manifest row ``row_of[k]``):
     (the measures added, the notes). None added, and one note, when the manifest's models are
@@ -282,7 +283,7 @@ def _add_data_measures(
         return [], [why]
     rows = models.to_dict("records")
     jobs = [(k, dirs[i], rows[k]) for k, i in enumerate(row_of)]
-    cols = D.compute_columns(jobs, cache=cache, device=device, on_line=on_data)
+    cols = D.compute_columns(jobs, cache=cache, device=device, on_line=on_data, workers=workers)
     for m in cols.names:
         models[m] = [
             math.nan if (v := cols.values.get(k, {}).get(m)) is None else float(v)
@@ -322,6 +323,7 @@ def correlate(
     level: float = 0.95,
     data_measures: bool = False,
     on_data: Callable[[str], None] | None = None,
+    data_workers: int = 1,
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -336,15 +338,21 @@ def correlate(
     name of ``engines.ENGINES`` (with ``engine_options``) or an ``Engine``; ``state_dir``:
     resume records for a distributed engine (``engines.sweep``). ``data_measures``: add SPEC 12's
     data measures of every analyzed model as measures (columns after the weight measures),
-    computed in this process after the analyses and cached (``correlate.data``); only for zoo
+    computed after the analyses and cached (``correlate.data``); only for zoo
     model directories, else a note says why they are absent. ``on_data(line)``: one progress
-    line per model of the data measures. Output schema: module doc.
+    line per model of the data measures; ``data_workers``: processes computing them (1: this
+    process; more are spawned, so a script needs the ``if __name__ == "__main__":`` guard;
+    every model runs on one torch thread, so the values do not depend on it). Output
+    schema: module doc.
     """
     import pandas as pd
 
     from ...engines.sweep import analyze_models
 
     bootstrap, seed = T.check_bootstrap(bootstrap, seed)
+    from ...validation import check_int
+
+    data_workers = check_int(data_workers, "data_workers", min=1, max=1024)
     level = T.check_level(level)
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
     if isinstance(zoo, M.Zoo) and axes is not None:
@@ -430,7 +438,9 @@ def correlate(
     measures += add_bound_forms(models, measures, forms)
     data_notes: list[str] = []
     if data_measures:
-        added, data_notes = _add_data_measures(z, models, row_of, cache, device, on_data)
+        added, data_notes = _add_data_measures(
+            z, models, row_of, cache, device, on_data, data_workers
+        )
         measures += added
     front = ["model", *z.axes]
     rest = [
