@@ -2,6 +2,7 @@
 
     python benchmarks/data_measures.py ZOO_DIR            # a zoo from `specbound zoo train digits`
     python benchmarks/data_measures.py ZOO_DIR --standard # + the standard grid's model sizes
+    python benchmarks/data_measures.py ZOO_DIR --workers 16  # correlate's path, 1 vs 2 workers
 
 For every model of ZOO_DIR: all data measures on its own training data
 (``specbound.studies.zoo.training_data``), one progress line per model. With ``--standard``:
@@ -9,6 +10,10 @@ one freshly initialized model per (depth, width) of the standard digits grid on 
 training set (600 images): an untrained model cannot lose 0.1 accuracy, so every bisection
 runs its 15 steps -- the slowest case. The standard zoo's estimate is then
 sum over its 128 models of (time of its (depth, width) at 600 examples) x train_size / 600.
+With ``--workers K``: the first K models of ZOO through ``correlate --data-measures``'s own
+path (``studies.correlate.data.compute_columns``, no cache) with 1 worker (this process, one
+torch thread) and then with 2 spawned workers, side by side in one run; the values must be
+equal bit for bit, and the wall-clock ratio is printed.
 The figures and the CPU go to stdout (and ``--json``).
 """
 
@@ -90,11 +95,30 @@ def bench_standard(progress: Callable[[int, int, str, float], None]) -> list[dic
     return out
 
 
+def bench_workers(zoo: Path, k: int) -> dict:
+    from specbound.studies.correlate import data as D
+
+    jobs = [(i, str(d), None) for i, d in enumerate(zoo_models(zoo)[:k])]
+    out: dict[str, Any] = {"models": len(jobs)}
+    values = {}
+    for workers in (1, 2):
+        start = time.perf_counter()
+        cols = D.compute_columns(jobs, cache=False, workers=workers)
+        out[f"workers_{workers}_s"] = time.perf_counter() - start
+        values[workers] = cols.values
+        print(f"{len(jobs)} models, {workers} worker(s): {out[f'workers_{workers}_s']:.1f} s")
+    out["same_values"] = values[1] == values[2]
+    out["ratio"] = out["workers_1_s"] / out["workers_2_s"]
+    print(f"ratio 1 / 2 workers: {out['ratio']:.2f}x; same values: {out['same_values']}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("zoo", type=Path)
     ap.add_argument("--standard", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--workers", type=int, metavar="K", help="1 vs 2 workers on K models")
     args = ap.parse_args()
     import torch
 
@@ -107,6 +131,12 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
     }
+    if args.workers:
+        report["workers"] = bench_workers(args.zoo, args.workers)
+        print(f"cpu: {report['cpu']}, {report['cores']} cores")
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1) + "\n")
+        return
     report["zoo"] = bench_zoo(args.zoo, progress)
     secs = [m["seconds"] for m in report["zoo"]]
     if secs:

@@ -540,6 +540,20 @@ def test_cli_never_overwrites_a_user_file(tmp_path, capsys):
     assert out.read_text() == "mine"
 
 
+def _two_axis_result(df, tabs, measures):
+    """A Correlation of the 20-model, axes A x B frames of the report tests."""
+    return C.Correlation(
+        df,
+        tabs.correlation,
+        pd.DataFrame(columns=C.SKIPPED_COLUMNS),
+        ["A", "B"],
+        measures,
+        n_listed=len(df),
+        differences=tabs.differences,
+        n_configurations=tabs.n_configurations,
+    )
+
+
 def test_report_answer_names_best_and_failures():
     from specbound.report.pages.correlate import answer_html
 
@@ -555,17 +569,7 @@ def test_report_answer_names_best_and_failures():
     assert corr.loc["mu", "verdict"].startswith("predicts the gap")
     assert "fails on axis A" in corr.loc["reversed", "verdict"]
     assert corr.loc["noise", "verdict"].startswith("undetermined: ")
-    res = C.Correlation(
-        df,
-        tabs.correlation,
-        pd.DataFrame(columns=C.SKIPPED_COLUMNS),
-        ["A", "B"],
-        measures,
-        n_listed=20,
-        differences=tabs.differences,
-        n_configurations=tabs.n_configurations,
-    )
-    html = answer_html(res)
+    html = answer_html(_two_axis_result(df, tabs, measures))
     for m in measures:  # the report shows the verdict words of correlation.csv
         assert corr.loc[m, "verdict"].split(" (")[0] in html
     assert "Best by granulated Kendall Ψ:</b> <code>mu</code>" in html
@@ -601,3 +605,26 @@ def test_correlate_with_stub_analyzer(tmp_path):
     assert row.loc["distance_from_init", "n_models"] == 0
     assert math.isnan(row.loc["num_parameters", "kendall_tau"])
     assert "spectrum_adaptive_per_sqrt_n" not in row.index  # no train_size
+
+
+def test_report_says_when_the_best_measure_contains_sample_size():
+    """Issue 21: a `_per_sqrt_n` measure that wins does so partly through the -1/2 log10 n it
+    contains; the page says so next to the crown (and says nothing for a weight-only winner)."""
+    from specbound.report.pages.correlate import answer_html
+
+    rng = np.random.default_rng(0)
+    theta = [(a, b) for a in range(4) for b in range(5)]
+    g = rng.permutation(20).astype(float)
+
+    def page(best: str) -> str:
+        df = frame(theta, g, g)
+        df[best] = g
+        df["noise"] = rng.standard_normal(20)
+        measures = [best, "noise"]
+        tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=50, seed=1)
+        return answer_html(_two_axis_result(df, tabs, measures))
+
+    html = page("norm_based_per_sqrt_n")
+    assert "Best by Kendall τ:</b> <code>norm_based_per_sqrt_n</code>" in html
+    assert html.count("it contains sample size (a -1/2 log10 n term)") == 2  # τ and Ψ
+    assert "it contains sample size" not in page("norm_based")

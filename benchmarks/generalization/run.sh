@@ -9,6 +9,13 @@ specbound zoo train modular-addition --preset standard --out zoos/modular-additi
 for z in digits-v2 digits-fixed-n modular-addition-v2; do
   specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0
 done
-# SPEC 12's data measures next to the bounds (fixed-n digits; cached, so a re-run is quick)
-specbound correlate zoos/digits-fixed-n --out results/digits-fixed-n-data --bootstrap 1000 --seed 0 --data-measures
+# the fixed-n zoos of the other two tasks
+specbound zoo train modular-addition --preset fixed-n --out zoos/modular-addition-fixed-n --ensemble auto
+specbound zoo train sparse-parity --preset fixed-n --out zoos/sparse-parity-fixed-n --ensemble auto
+# SPEC 12's data measures next to the bounds (cached, so a re-run is quick)
+specbound correlate zoos/digits-v2 --out results/digits-v2-data --bootstrap 1000 --seed 0 --data-measures --data-workers 2
+specbound correlate zoos/digits-fixed-n --out results/digits-fixed-n-data --bootstrap 1000 --seed 0 --data-measures --data-workers 2
+for z in modular-addition-fixed-n sparse-parity-fixed-n; do
+  specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0 --data-measures --data-workers 2
+done
 python tables.py

@@ -36,8 +36,17 @@ def iv(r: dict, stat: str) -> str:
     return f"{f(r[stat])} [{f(r.get(f'{stat}_low'))}, {f(r.get(f'{stat}_high'))}]"
 
 
-def zoo_summary(task: str) -> str:
-    base = task.split("-include")[0]
+def zoo_of(folder: Path) -> str:
+    """The zoo a results folder was computed on: its correlate.json's manifest folder (e.g.
+    results/digits-v2-data/ is on zoos/digits-v2), else the folder name up to "-include"."""
+    meta = json.loads((folder / "correlate.json").read_text())
+    manifest = Path(str(meta.get("manifest", "")))
+    if manifest.name == "zoo.csv" and (HERE / "zoos" / manifest.parent.name).is_dir():
+        return manifest.parent.name
+    return folder.name.split("-include")[0]
+
+
+def zoo_summary(base: str) -> str:
     z = pd.read_csv(HERE / "zoos" / base / "zoo.csv")
     meta = json.loads((HERE / "zoos" / base / "zoo.json").read_text())
     conv = z[z["converged"]]
@@ -173,7 +182,7 @@ def main(argv: list[str]) -> None:
     again = "--recompute" in argv
     for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
         task = folder.name
-        print(f"## {task}\n\n{zoo_summary(task)}\n")
+        print(f"## {task}\n\n{zoo_summary(zoo_of(folder))}\n")
         c = pd.read_csv(folder / "correlation.csv")
         meta = json.loads((folder / "correlate.json").read_text())
         if again:

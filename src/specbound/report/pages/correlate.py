@@ -144,6 +144,12 @@ def answer_html(result: Correlation) -> str:
         if said:
             text += "; paired differences: " + escape("; ".join(said))
         text += escape(lead_clause(said))
+        if best.endswith("sqrt_n") or best == "sample_size_only":
+            text += escape(
+                "; it contains sample size (a -1/2 log10 n term), so part of its rank is n's"
+                if best != "sample_size_only"
+                else "; it is sample size alone, not a property of the weights"
+            )
         parts.append(text + ").</p>")
     used, listed = len(result.models), result.n_listed
     failed = len(result.skipped) - result.n_unconverged
