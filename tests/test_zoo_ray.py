@@ -94,3 +94,43 @@ def test_ray_ensemble_is_one_task_and_matches_local_ensemble(tmp_path):
     assert (b["steps"] == 3).all()
     for name in b["model"]:
         assert json.loads((tmp_path / "b" / name / "metrics.json").read_text())["ensemble"] == 4
+
+
+def _cli(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_engine_ray_equals_local_zoo(tmp_path):
+    """``specbound zoo train ... --engine ray`` (the command line, not only the API) trains on a
+    local Ray runtime and writes the local zoo's files."""
+    import yaml
+
+    g = tmp_path / "grid.yaml"
+    g.write_text(yaml.safe_dump(GRID))
+    local = _cli("zoo", "train", "modular-addition", "--grid", str(g), "--ensemble", "1",
+                 "--out", str(tmp_path / "local"), "-q")  # fmt: skip
+    ray = _cli("zoo", "train", "modular-addition", "--grid", str(g), "--ensemble", "1",
+               "--engine", "ray", "--out", str(tmp_path / "ray"), "-q")  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    assert ray.returncode == 0, ray.stderr
+    assert contents(tmp_path / "ray") == contents(tmp_path / "local")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--ray-address", "10.0.0.5:6379"), "--ray-address"),
+        (("--engine", "nope"), "unknown engine 'nope'"),
+    ],
+)
+def test_cli_bad_engine_is_one_line_and_writes_nothing(tmp_path, args, needle):
+    r = _cli("zoo", "train", "digits", "--preset", "tiny", "--out", str(tmp_path / "z"), *args)
+    assert r.returncode == 2
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "z").exists()

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from .app import Command, handle_errors, zoo_app
-from .common import print_json
-from .options import Json, out_option
+from .common import make_engine, print_json
+from .options import DEFAULT_ENGINE, Engine, Json, RayAddress, out_option
 
 
 @zoo_app.command("train", cls=Command)
@@ -53,11 +53,15 @@ def zoo_train(
             "N, or auto (up to 16, memory permitting); 1 = one at a time.",
         ),
     ] = "auto",
+    engine: Engine = DEFAULT_ENGINE,
+    ray_address: RayAddress = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-model lines.")] = False,
     as_json: Json = False,
 ) -> None:
     """Train a factorial grid on TASK; re-running skips finished models."""
     from ..studies.zoo import train_zoo
+
+    eng = make_engine(engine, ray_address)  # bad engine options fail before any training
 
     def note(i: int, n: int, name: str, m: dict[str, Any] | None) -> None:
         if quiet:
@@ -80,6 +84,7 @@ def zoo_train(
         threads=threads,
         on_model=note,
         ensemble=ensemble,
+        engine=eng,
     )
     if as_json:
         print_json({"out": str(out), "models": df})
