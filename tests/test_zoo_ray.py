@@ -12,6 +12,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("ray")
 
+from cli_runner import run_cli_process
+
 from specbound.studies.zoo import train_zoo
 
 GRID = {
@@ -96,15 +98,6 @@ def test_ray_ensemble_is_one_task_and_matches_local_ensemble(tmp_path):
         assert json.loads((tmp_path / "b" / name / "metrics.json").read_text())["ensemble"] == 4
 
 
-def _cli(*args: str):
-    import subprocess
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "specbound.cli", *args], capture_output=True, text=True, timeout=600
-    )
-
-
 def test_cli_engine_ray_equals_local_zoo(tmp_path):
     """``specbound zoo train ... --engine ray`` (the command line, not only the API) trains on a
     local Ray runtime and writes the local zoo's files."""
@@ -112,12 +105,11 @@ def test_cli_engine_ray_equals_local_zoo(tmp_path):
 
     g = tmp_path / "grid.yaml"
     g.write_text(yaml.safe_dump(GRID))
-    local = _cli("zoo", "train", "modular-addition", "--grid", str(g), "--ensemble", "1",
-                 "--out", str(tmp_path / "local"), "-q")  # fmt: skip
-    ray = _cli("zoo", "train", "modular-addition", "--grid", str(g), "--ensemble", "1",
-               "--engine", "ray", "--out", str(tmp_path / "ray"), "-q")  # fmt: skip
-    assert local.returncode == 0, local.stderr
-    assert ray.returncode == 0, ray.stderr
+    common = ("zoo", "train", "modular-addition", "--grid", g, "--ensemble", "1", "-q")
+    local = run_cli_process(*common, "--out", tmp_path / "local", timeout=600)
+    ray = run_cli_process(*common, "--engine", "ray", "--out", tmp_path / "ray", timeout=600)
+    assert local.code == 0, local.err
+    assert ray.code == 0, ray.err
     assert contents(tmp_path / "ray") == contents(tmp_path / "local")
 
 
@@ -129,8 +121,8 @@ def test_cli_engine_ray_equals_local_zoo(tmp_path):
     ],
 )
 def test_cli_bad_engine_is_one_line_and_writes_nothing(tmp_path, args, needle):
-    r = _cli("zoo", "train", "digits", "--preset", "tiny", "--out", str(tmp_path / "z"), *args)
-    assert r.returncode == 2
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in r.stderr
-    assert not (tmp_path / "z").exists()
+    z = tmp_path / "z"
+    r = run_cli_process("zoo", "train", "digits", "--preset", "tiny", "--out", z, *args)
+    assert r.code == 2
+    assert needle in r.one_error_line()
+    assert not z.exists()
