@@ -5,32 +5,21 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli_process
 from conftest import write_tiny_bert
-
-
-def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "specbound.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
 
 
 def assert_clean_failure(tmp_path: Path, model: str, *needles: str, env: dict | None = None):
     out = tmp_path / "out"
-    r = run_cli("analyze", model, "--out", str(out), env=env)
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2, r.stderr
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
-    assert "Traceback" not in r.stderr + r.stdout
+    r = run_cli_process("analyze", model, "--out", str(out), env=env)
+    lines = r.err.strip().splitlines()
+    assert r.code == 2, r.err
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.err
+    assert "Traceback" not in r.err + r.out
     for n in needles:
         assert n in lines[0], lines[0]
     assert not out.exists()
@@ -144,9 +133,9 @@ def test_good_bin_loads_with_weights_only(tmp_path):
 
 def test_out_and_json(tmp_path):
     d = write_tiny_bert(tmp_path / "m")
-    r = run_cli("analyze", str(d), "--out", str(tmp_path / "o"), "--json", "--quiet")
-    assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)
+    r = run_cli_process("analyze", str(d), "--out", str(tmp_path / "o"), "--json", "--quiet")
+    assert r.code == 0, r.err
+    s = json.loads(r.out)
     assert set(s) >= {
         "model",
         "architecture",

@@ -8,15 +8,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import subprocess
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runner import run_cli_process
 from conftest import write_tiny_bert
 from correlate_reference import reference
 from hypothesis import HealthCheck, given, settings
@@ -358,16 +356,6 @@ def _zoo(tmp_path: Path) -> Path:
     return d
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "specbound.cli", *args],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=300,
-    )
-
-
 def check_tables_against_reference(out: Path, axes: list[str]) -> None:
     """Recompute correlation.csv and differences.csv from models.csv with the brute force:
     what a reader can check."""
@@ -513,9 +501,9 @@ def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
 def test_cli_bad_input_one_line(tmp_path):
     (tmp_path / "m.csv").write_text("name,train_acc,test_acc\na,1,0.5\n")
     out = tmp_path / "out"
-    r = run_cli("correlate", "--manifest", str(tmp_path / "m.csv"), "--out", str(out))
-    lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+    r = run_cli_process("correlate", "--manifest", str(tmp_path / "m.csv"), "--out", str(out))
+    lines = r.err.strip().splitlines()
+    assert r.code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
     assert "no 'model' column" in lines[0]
     assert not out.exists()
 

@@ -210,7 +210,21 @@ def test_bootstrap_intervals_are_percentiles_of_the_reference():
     for col, vals in (("kendall_tau", taus), ("psi", psis)):
         v = np.array([x for x in vals if not math.isnan(x)])
         lo, hi = np.percentile(v, [2.5, 97.5])
+        lo, hi = min(lo, row[col]), max(hi, row[col])  # widened to hold the estimate
         assert [row[f"{col}_low"], row[f"{col}_high"]] == pytest.approx([lo, hi], abs=1e-12)
+
+
+def test_interval_always_holds_its_estimate():
+    draws = np.array([0.2, 0.3, 0.3, 0.4, np.nan])
+    assert S.percentile_interval(draws) == pytest.approx((0.2075, 0.3925))
+    # a skewed bootstrap whose percentiles miss the estimate: widened to it, on either side
+    assert S.percentile_interval(draws, point=0.1) == pytest.approx((0.1, 0.3925))
+    assert S.percentile_interval(draws, point=0.5) == pytest.approx((0.2075, 0.5))
+    # every draw equal to the estimate up to rounding: the interval still holds the estimate
+    x = -0.15000000000000002
+    lo, hi = S.percentile_interval(np.full(10, -0.15), point=x)
+    assert lo <= x <= hi
+    assert all(math.isnan(t) for t in S.percentile_interval(np.array([np.nan]), point=0.3))
 
 
 def test_large_sets_match_small_path(monkeypatch):

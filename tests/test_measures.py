@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -338,20 +337,14 @@ def test_llama_measures_from_modules(tmp_path):
 
 
 # ---- CLI --------------------------------------------------------------------------------------
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "specbound.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=600,
-    )
 
 
 def test_cli_measures_outputs(minilm_dir, tmp_path):
     out = tmp_path / "o"
-    r = _cli("analyze", str(minilm_dir), "--out", str(out), "--quiet", "--init", str(minilm_dir))
-    assert r.returncode == 0, r.stderr
+    r = run_cli_process(
+        "analyze", str(minilm_dir), "--out", str(out), "--quiet", "--init", str(minilm_dir)
+    )
+    assert r.code == 0, r.err
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["measures"]) == measure_names()
     assert summary["measures"]["distance_from_init"] == 0.0
@@ -375,17 +368,19 @@ def test_cli_measures_outputs(minilm_dir, tmp_path):
     ]
     assert w["htsr_alpha"].mean() == pytest.approx(summary["measures"]["htsr_alpha"], rel=1e-12)
 
-    r = _cli("analyze", str(minilm_dir), "--measures", "htsr_alpha, num_parameters", "--json", "-q")
-    assert r.returncode == 0, r.stderr
-    assert list(json.loads(r.stdout)["measures"]) == ["htsr_alpha", "num_parameters"]
+    r = run_cli_process(
+        "analyze", str(minilm_dir), "--measures", "htsr_alpha, num_parameters", "--json", "-q"
+    )
+    assert r.code == 0, r.err
+    assert list(json.loads(r.out)["measures"]) == ["htsr_alpha", "num_parameters"]
 
-    r = _cli("analyze", str(minilm_dir), "--measures", "nope", "-q")
-    assert r.returncode == 2 and r.stderr.count("error:") == 1 and "nope" in r.stderr
-    assert "Traceback" not in r.stderr
+    r = run_cli_process("analyze", str(minilm_dir), "--measures", "nope", "-q")
+    assert r.code == 2 and r.err.count("error:") == 1 and "nope" in r.err
+    assert "Traceback" not in r.err
 
-    r = _cli("measures")
-    assert r.returncode == 0
-    assert [line.split()[0] for line in r.stdout.splitlines()] == measure_names()
+    r = run_cli_process("measures")
+    assert r.code == 0
+    assert [line.split()[0] for line in r.out.splitlines()] == measure_names()
 
 
 def test_live_module_equals_saved_checkpoint_with_tied_head(tmp_path):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+
+from cli_runner import run_cli_process  # noqa: E402
 
 from specbound.errors import SpecboundError  # noqa: E402
 from specbound.studies.zoo import model_name, train_zoo  # noqa: E402
@@ -34,15 +34,6 @@ GRID = {
 
 def grid(**axes):
     return {**GRID, "axes": {**GRID["axes"], **axes}}
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "specbound.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -109,8 +100,10 @@ def test_a_users_zoo_json_and_csv_are_never_overwritten(tmp_path):
     (user / "zoo.json").write_text(json.dumps({"task": "modular-addition"}))
     (user / "zoo.csv").write_text("my,own\n1,2\n")
     before = tree(user)
-    r = run_cli("zoo", "train", "modular-addition", "--preset", "tiny", "--out", str(user), "-q")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("error:")
+    r = run_cli_process(
+        "zoo", "train", "modular-addition", "--preset", "tiny", "--out", str(user), "-q"
+    )
+    assert r.code == 2 and r.err.count("\n") == 1 and r.err.startswith("error:")
     assert tree(user) == before
     # a zoo of ours whose zoo.csv someone replaced: refused, their file kept
     out = tmp_path / "z"
@@ -148,12 +141,12 @@ def test_broken_model_folder_through_the_cli(tmp_path):
     g = tmp_path / "g.yaml"
     g.write_text(json.dumps(GRID))
     (out / df["model"].iloc[1] / "metrics.json").write_text("{")
-    r = run_cli(
+    r = run_cli_process(
         "zoo", "train", "modular-addition", "--preset", "tiny", "--grid", str(g), "--out", str(out)
     )
-    assert r.returncode == 2, r.stderr
-    assert r.stderr.startswith("error:") and r.stderr.count("\n") == 1, r.stderr
-    assert "not a finished model" in r.stderr
+    assert r.code == 2, r.err
+    assert r.err.startswith("error:") and r.err.count("\n") == 1, r.err
+    assert "not a finished model" in r.err
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES])
@@ -190,7 +183,7 @@ def test_threads_validated_before_any_work(tmp_path, threads):
 
 
 def test_threads_through_the_cli(tmp_path):
-    r = run_cli(
+    r = run_cli_process(
         "zoo",
         "train",
         "modular-addition",
@@ -201,8 +194,8 @@ def test_threads_through_the_cli(tmp_path):
         "--out",
         str(tmp_path / "z"),
     )
-    assert r.returncode == 2 and r.stderr.startswith("error: --threads 100000")
-    assert r.stderr.count("\n") == 1 and not (tmp_path / "z").exists()
+    assert r.code == 2 and r.err.startswith("error: --threads 100000")
+    assert r.err.count("\n") == 1 and not (tmp_path / "z").exists()
 
 
 def test_ensemble_option_validated(tmp_path):

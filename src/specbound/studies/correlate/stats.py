@@ -416,14 +416,25 @@ def draw_chunks(n_models: int, draws: int) -> list[slice]:
     return [slice(i, min(i + step, draws)) for i in range(0, draws, step)]
 
 
-def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The (1 - level)/2 and (1 + level)/2 percentiles of the defined values (NaN if none)."""
+def percentile_interval(
+    values: np.ndarray, level: float = 0.95, point: float | None = None
+) -> tuple[float, float]:
+    """The (1 - level)/2 and (1 + level)/2 percentiles of the defined values (NaN if none).
+
+    With ``point`` (the statistic's estimate on the models as they are), the interval is
+    widened to hold it: [min(low, point), max(high, point)]. A percentile interval can miss its
+    own estimate (a skewed bootstrap distribution, or float rounding when every draw equals the
+    estimate up to the last bit); a reported interval never does, so "better" (low > 0) is never
+    claimed for a difference whose own estimate is <= 0.
+    """
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     if v.size == 0:
         return math.nan, math.nan
-    lo, hi = np.percentile(v, [50 * (1 - level), 50 * (1 + level)])
-    return float(lo), float(hi)
+    lo, hi = (float(x) for x in np.percentile(v, [50 * (1 - level), 50 * (1 + level)]))
+    if point is not None and math.isfinite(point):
+        lo, hi = min(lo, point), max(hi, point)
+    return lo, hi
 
 
 # --- the rank-ceiling diagnosis ---------------------------------------------------------------

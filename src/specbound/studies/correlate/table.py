@@ -4,6 +4,7 @@
 and the gap are finite: the point statistics of :mod:`.stats`, and 95% percentile intervals over
 ``bootstrap`` resamples of the *configurations* (a drawn configuration brings all its seeds),
 drawn once (``seed``) and shared by every measure, so differences between measures are paired.
+Every interval holds its own point estimate (widened to it where the percentiles miss it).
 A draw where a statistic is undefined is left out of that statistic's interval (and of every
 difference involving it).
 """
@@ -250,7 +251,9 @@ def correlation_study(
         }
         for st in INTERVAL_STATS:
             row[st] = float(getattr(point, st)[0])
-            lo, hi = S.percentile_interval(boot[st], level) if st in boot else (math.nan,) * 2
+            lo, hi = (
+                S.percentile_interval(boot[st], level, row[st]) if st in boot else (math.nan,) * 2
+            )
             row[f"{st}_low"], row[f"{st}_high"] = lo, hi
         for i, a in enumerate(axes):
             row[f"psi_{a}"] = float(point.psi_axes[i][0])
@@ -258,7 +261,11 @@ def correlation_study(
             row[f"psi_{a}_pairs"] = int(point.psi_pairs[i][0])
             row[f"sign_error_{a}"] = float(point.sign_axes[i][0])
             key_a = f"sign_error_{a}"
-            lo, hi = S.percentile_interval(boot[key_a], level) if key_a in boot else (math.nan,) * 2
+            lo, hi = (
+                S.percentile_interval(boot[key_a], level, row[key_a])
+                if key_a in boot
+                else (math.nan,) * 2
+            )
             row[f"sign_error_{a}_low"], row[f"sign_error_{a}_high"] = lo, hi
             row[f"sign_error_{a}_pairs"] = int(point.sign_pairs[i][0])
         row["cmi"] = cmi_min
@@ -312,11 +319,12 @@ def differences(
 ) -> pd.DataFrame:
     """differences.csv: for every measure and statistic of ``INTERVAL_STATS``, delta = the
     measure's point estimate - the other's, with the percentile interval of the paired
-    per-draw differences, against each baseline of ``BASELINES`` present and the best other
-    measure (the largest point estimate of that statistic among the others; for the fixed-n
-    statistics the measure's own ``_per_sqrt_n`` form, or its raw form, is not an other: inside a
-    stratum of equal n the two are the same ranking; nor is a measure whose point estimate and
-    bootstrap draws equal this one's, such as both forms when n is constant)."""
+    per-draw differences (widened to hold delta), against each baseline of ``BASELINES``
+    present and the best other measure (the largest point estimate of that statistic among the
+    others; for the fixed-n statistics the measure's own ``_per_sqrt_n`` form, or its raw form,
+    is not an other: inside a stratum of equal n the two are the same ranking; nor is a measure
+    whose point estimate and bootstrap draws equal this one's, such as both forms when n is
+    constant)."""
     import pandas as pd
 
     names = list(corr["measure"])
@@ -344,7 +352,7 @@ def differences(
                 a, b = draws.get(name, {}).get(st), draws.get(o, {}).get(st)
                 lo = hi = math.nan
                 if a is not None and b is not None and not math.isnan(delta):
-                    lo, hi = S.percentile_interval(a - b, level)
+                    lo, hi = S.percentile_interval(a - b, level, delta)
                 rows.append([name, o, st, delta, lo, hi])
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
 
