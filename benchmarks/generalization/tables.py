@@ -3,6 +3,8 @@
 Usage:
     python benchmarks/generalization/tables.py              # the committed tables as they are
     python benchmarks/generalization/tables.py --recompute  # protocol v2 from models.csv
+    python benchmarks/generalization/tables.py --check README.md
+        # exit 1 unless every measure row of README.md's tables is a row printed here
 
 Reads only; writes nothing. A results folder written by protocol v2 (correlation.csv with
 ``kendall_tau_low``, differences.csv) is printed as v2 tables: tau, Psi, tau_fixed_n and
@@ -178,7 +180,39 @@ def recompute(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict
     return tabs.correlation, tabs.differences, axes, ceiling.rank_ceiling(models)
 
 
+def measure_names() -> set[str]:
+    """Every measure of every committed correlation.csv."""
+    names: set[str] = set()
+    for c in (HERE / "results").glob("*/correlation.csv"):
+        names |= set(pd.read_csv(c)["measure"])
+    return names
+
+
+def unbacked_rows(readme: str, printed: str) -> list[str]:
+    """The table rows of ``readme`` that name a measure in their first cell (``| `name` |``) and
+    are not, character for character, a row of ``printed`` (this script's output)."""
+    rows = set(printed.splitlines())
+    names = measure_names()
+    out = []
+    for line in readme.splitlines():
+        cells = line.split("|")
+        if len(cells) > 2 and cells[1].strip().strip("`") in names and line not in rows:
+            out.append(line)
+    return out
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--check"] and len(argv) == 2:
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main([])
+        bad = unbacked_rows(Path(argv[1]).read_text(), buf.getvalue())
+        for line in bad:
+            print(f"not in the committed tables: {line}", file=sys.stderr)
+        sys.exit(1 if bad else 0)
     again = "--recompute" in argv
     for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
         task = folder.name

@@ -49,10 +49,10 @@ class SparseParity(Task):
             "width": [32, 64],
             "lr": [1e-3, 3e-3],
             "weight_decay": [0.0, 0.1],
-            "train_size": [128, 384, 1152],
+            "train_size": [128, 384, 768],
             "seed": [0, 1, 2],
         },
-        max_steps=2000,
+        max_steps=5000,
         size_axis="train_size",
         fixed=384,
     )
