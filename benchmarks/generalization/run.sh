@@ -21,4 +21,7 @@ specbound correlate zoos/digits-fixed-n --out results/digits-fixed-n-data --boot
 for z in modular-addition-fixed-n sparse-parity-v2 sparse-parity-fixed-n; do
   specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0 --data-measures --data-workers 2
 done
+# the modular-addition grid again, with data measures (on another CPU it gives other models)
+specbound zoo train modular-addition --preset standard --out zoos/modular-addition-v2-avx2 --ensemble auto
+specbound correlate zoos/modular-addition-v2-avx2 --out results/modular-addition-v2-avx2 --bootstrap 1000 --seed 0 --data-measures --data-workers 2
 python tables.py
