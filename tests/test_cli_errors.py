@@ -16,15 +16,13 @@ from conftest import write_tiny_bert
 def assert_clean_failure(tmp_path: Path, model: str, *needles: str, env: dict | None = None):
     out = tmp_path / "out"
     r = run_cli_process("analyze", model, "--out", str(out), env=env)
-    lines = r.err.strip().splitlines()
     assert r.code == 2, r.err
-    assert len(lines) == 1 and lines[0].startswith("error: "), r.err
-    assert "Traceback" not in r.err + r.out
+    line = r.one_error_line()
     for n in needles:
-        assert n in lines[0], lines[0]
+        assert n in line, line
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
-    return lines[0]
+    return line
 
 
 def test_missing_path(tmp_path):

@@ -502,9 +502,8 @@ def test_cli_bad_input_one_line(tmp_path):
     (tmp_path / "m.csv").write_text("name,train_acc,test_acc\na,1,0.5\n")
     out = tmp_path / "out"
     r = run_cli_process("correlate", "--manifest", str(tmp_path / "m.csv"), "--out", str(out))
-    lines = r.err.strip().splitlines()
-    assert r.code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
-    assert "no 'model' column" in lines[0]
+    assert r.code == 2, r.err
+    assert "no 'model' column" in r.one_error_line()
     assert not out.exists()
 
 

@@ -201,38 +201,38 @@ def unbacked_rows(readme: str, printed: str) -> list[str]:
     return out
 
 
-def main(argv: list[str]) -> None:
-    if argv[:1] == ["--check"] and len(argv) == 2:
-        import contextlib
-        import io
-
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            main([])
-        bad = unbacked_rows(Path(argv[1]).read_text(), buf.getvalue())
-        for line in bad:
-            print(f"not in the committed tables: {line}", file=sys.stderr)
-        sys.exit(1 if bad else 0)
-    again = "--recompute" in argv
+def render(again: bool = False) -> str:
+    """Every table, as printed: the committed statistics, or (``again``) protocol v2 recomputed
+    from the committed models.csv."""
+    parts = []
     for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
-        task = folder.name
-        print(f"## {task}\n\n{zoo_summary(zoo_of(folder))}\n")
+        parts.append(f"## {folder.name}\n\n{zoo_summary(zoo_of(folder))}\n")
         c = pd.read_csv(folder / "correlation.csv")
         meta = json.loads((folder / "correlate.json").read_text())
         if again:
             c, d, axes, ceil = recompute(folder)
-            print("(protocol v2, recomputed from the committed models.csv)\n")
+            parts.append("(protocol v2, recomputed from the committed models.csv)\n")
         elif "kendall_tau_low" in c.columns:
             d = pd.read_csv(folder / "differences.csv")
             axes, ceil = list(meta["axes"]), meta.get("rank_ceiling", {})
         else:
-            print(correlation_table_v1(c) + "\n")
+            parts.append(correlation_table_v1(c) + "\n")
             continue
-        print(correlation_tables_v2(c, axes) + "\n")
+        parts.append(correlation_tables_v2(c, axes) + "\n")
         if ceil.get("statement"):
-            print(f"Rank ceiling: {ceil['statement']}\n")
+            parts.append(f"Rank ceiling: {ceil['statement']}\n")
         for st in ("tau_fixed_n", "psi_fixed_n", "kendall_tau", "psi"):
-            print(differences_table(d, st) + "\n")
+            parts.append(differences_table(d, st) + "\n")
+    return "\n".join(parts)
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--check"] and len(argv) == 2:
+        bad = unbacked_rows(Path(argv[1]).read_text(), render())
+        for line in bad:
+            print(f"not in the committed tables: {line}", file=sys.stderr)
+        sys.exit(1 if bad else 0)
+    print(render(again="--recompute" in argv))
 
 
 if __name__ == "__main__":
