@@ -365,6 +365,8 @@ def test_cli_measures_outputs(minilm_dir, tmp_path):
         "htsr_xmin",
         "htsr_D",
         "htsr_num_tail",
+        "htsr_fit",
+        "htsr_fit_reason",
     ]
     assert w["htsr_alpha"].mean() == pytest.approx(summary["measures"]["htsr_alpha"], rel=1e-12)
 

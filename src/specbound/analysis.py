@@ -232,6 +232,36 @@ class Analysis:
             "log10_spectrum_adaptive_ceiling": self.log10_spectrum_adaptive_ceiling,
         }
 
+    def htsr_fit_summary(self) -> dict[str, float | int | None]:
+        """The power-law fits' quality at model level (``measures._htsr.fit_summary``): how many
+        fits are ``ok``, ``short_tail``, ``poor`` (``htsr_fits_<verdict>``), and the means of
+        alpha and alpha log10 lambda_max over the ``ok`` fits only (``htsr_alpha_ok``,
+        ``htsr_alpha_weighted_ok``) with the number of fits each used
+        (``htsr_alpha_fits_used``, ``htsr_alpha_weighted_fits_used``). The registered
+        ``htsr_alpha`` and ``htsr_alpha_weighted`` stay SPEC 9's means over every defined fit."""
+        from .measures._htsr import fit_summary, weight_fits
+
+        return fit_summary(weight_fits(self.measure_input()))
+
+    def weight_fit_rows(self) -> list[dict[str, Any]]:
+        """One dict per raw weight matrix with its fit and verdict: ``tensor``, ``layer``,
+        ``role``, ``htsr_alpha``, ``htsr_D``, ``htsr_num_tail``, ``htsr_fit``,
+        ``htsr_fit_reason`` (summary.json's ``weight_fits``; NaN/inf cells are None)."""
+        if self.weight_spectra is None:
+            return []
+        cols = self.weight_columns()
+        keys = (
+            "tensor",
+            "layer",
+            "role",
+            "htsr_alpha",
+            "htsr_D",
+            "htsr_num_tail",
+            "htsr_fit",
+            "htsr_fit_reason",
+        )
+        return [{k: cols[k][i] for k in keys} for i in range(len(cols["tensor"]))]
+
     def matrix_columns(self) -> dict[str, np.ndarray]:
         """The columns of ``matrices`` as numpy arrays (no pandas needed)."""
         return matrix_columns(self)
@@ -276,6 +306,8 @@ class Analysis:
                 "measures": self.measures,
                 "measure_notes": self.measure_notes,
                 **self.diagnostics(),
+                **self.htsr_fit_summary(),
+                "weight_fits": self.weight_fit_rows(),
                 "adaptations": list(self.adaptations),
                 "specbound_version": __version__,
             }
@@ -327,6 +359,8 @@ def _json_safe(x: Any) -> Any:
         return int(x)
     if isinstance(x, (float, np.floating)):
         return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.str_):
+        return str(x)
     return x
 
 

@@ -60,6 +60,8 @@ WEIGHT_COLUMNS = [
     "htsr_xmin",
     "htsr_D",
     "htsr_num_tail",
+    "htsr_fit",
+    "htsr_fit_reason",
 ]
 
 #: ``details()``: the raw weights' names by role (SPEC 9's W_Q, W_K, W_V, W_O, W_in, W_out).
@@ -113,7 +115,7 @@ def missing_if_not_finite(columns: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.weights`` (``WEIGHT_COLUMNS``) as numpy arrays."""
     from .linalg.weights import WeightSpectra
-    from .measures._htsr import weight_fits
+    from .measures._htsr import fit_quality, weight_fits
 
     w = a.weight_spectra or WeightSpectra.empty()
     fits = weight_fits(a.measure_input())
@@ -131,6 +133,7 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
         if not np.isfinite(log10_lmax[i]) and f.log10_lmax is not None:
             log10_lmax[i] = f.log10_lmax
     weighted = alpha * log10_lmax
+    quality = [fit_quality(f) for f in fits]
     return missing_if_not_finite(
         {
             "layer": w.layer,
@@ -146,6 +149,8 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
             "htsr_xmin": col("xmin"),
             "htsr_D": col("D"),
             "htsr_num_tail": pd_int(col("num_tail")),
+            "htsr_fit": np.array([q[0] for q in quality], dtype=object),
+            "htsr_fit_reason": np.array([q[1] for q in quality], dtype=object),
         }
     )
 

@@ -11,6 +11,22 @@ t = n - i + 1), the Clauset-Shalizi-Newman maximum-likelihood fit and its Kolmog
 first i minimizing D_i, as WeightWatcher 0.7.7 computes its default ``alpha``. The fits of a
 model's raw weights are computed once per ``MeasureInput`` (``weight_fits``) and shared by
 ``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
+
+Fit quality (``fit_quality``; weights.csv ``htsr_fit`` and ``htsr_fit_reason``), checked in
+this order:
+
+* ``short_tail``: fewer than ``MIN_EIGENVALUES`` eigenvalues (no fit), or a tail of
+  t < ``MIN_TAIL`` = 20 eigenvalues: the maximum-likelihood alpha of so few points has a
+  standard error (alpha - 1)/sqrt(t) above a fifth of (alpha - 1);
+* ``poor``: alpha undefined (a tail of equal eigenvalues), the KS distance D above
+  ``KS_CRITICAL``/sqrt(t) = 1.358/sqrt(t) (the asymptotic 5% critical value of the Kolmogorov
+  test for a tail of t points; lenient, since x_min and alpha were fitted to the same points), or
+  x_min at the smallest eigenvalue (the lower edge of the x_min range: the whole spectrum,
+  bulk included, was taken as the power-law tail);
+* ``ok`` otherwise.
+
+The registered measures average every defined alpha (SPEC 9); ``fit_summary`` adds the means
+over ``ok`` fits only with the number of fits each used (summary.json, ``--json``).
 """
 
 from __future__ import annotations
@@ -25,6 +41,13 @@ from .base import MeasureInput, MeasureValue
 
 #: alpha(W) needs at least this many eigenvalues above the rank threshold.
 MIN_EIGENVALUES = 20
+#: A fit on fewer tail eigenvalues is ``short_tail``.
+MIN_TAIL = 20
+#: The asymptotic 5% critical value of the Kolmogorov distance, times sqrt(sample size).
+KS_CRITICAL = 1.358
+#: The verdicts of ``fit_quality`` (weights.csv ``htsr_fit``).
+FIT_OK, FIT_SHORT_TAIL, FIT_POOR = "ok", "short_tail", "poor"
+FIT_VERDICTS = (FIT_OK, FIT_SHORT_TAIL, FIT_POOR)
 #: Rows of the (candidates x eigenvalues) work array per chunk (bounds memory at ~32 MiB).
 _CHUNK_ENTRIES = 4 * 1024 * 1024
 #: Candidates per chunk: small chunks skip most of the j < i half of the square.
@@ -155,3 +178,52 @@ def mean_alpha(x: MeasureInput, weighted: bool) -> MeasureValue:
     if not vals:
         return MeasureValue(None, note or "no weight matrices")
     return MeasureValue(float(np.mean(vals)), note)
+
+
+def fit_quality(f: PowerLawFit) -> tuple[str, str]:
+    """(verdict, reason) of one fit: ``ok`` (reason ""), ``short_tail`` or ``poor`` (see the
+    module docstring for the rules, checked in that order)."""
+    n = f.num_eigenvalues
+    if f.num_tail is None:
+        return (
+            FIT_SHORT_TAIL,
+            f"{n} eigenvalues above the rank threshold (< {MIN_EIGENVALUES}): no fit",
+        )
+    t = f.num_tail
+    if t < MIN_TAIL:
+        return FIT_SHORT_TAIL, f"tail of {t} eigenvalues (< {MIN_TAIL})"
+    if f.alpha is None:
+        return FIT_POOR, f"alpha undefined: the {t} tail eigenvalues are all equal"
+    bound = KS_CRITICAL / math.sqrt(t)
+    ks = f.D
+    if ks is not None and ks > bound:
+        return FIT_POOR, f"KS D {ks:.3g} > {KS_CRITICAL}/sqrt({t}) = {bound:.3g}"
+    if t == n:
+        return (
+            FIT_POOR,
+            "x_min at the smallest eigenvalue (edge of the x_min range): the whole spectrum "
+            "taken as the tail",
+        )
+    return FIT_OK, ""
+
+
+def fit_summary(fits: list[PowerLawFit]) -> dict[str, float | int | None]:
+    """Counts of each verdict and the means of alpha and alpha log10 lambda_max over the ``ok``
+    fits only, each with the number of fits it used (``htsr_alpha_fits_used``,
+    ``htsr_alpha_weighted_fits_used``; the mean is None when it used none)."""
+    verdicts = [fit_quality(f)[0] for f in fits]
+    ok = [f for f, v in zip(fits, verdicts, strict=True) if v == FIT_OK and f.alpha is not None]
+    alphas = [float(f.alpha) for f in ok if f.alpha is not None]
+    weighted = [
+        float(f.alpha) * f.log10_lmax
+        for f in ok
+        if f.alpha is not None and f.log10_lmax is not None
+    ]
+    return {
+        "htsr_fits": len(fits),
+        **{f"htsr_fits_{v}": verdicts.count(v) for v in FIT_VERDICTS},
+        "htsr_alpha_ok": float(np.mean(alphas)) if alphas else None,
+        "htsr_alpha_fits_used": len(alphas),
+        "htsr_alpha_weighted_ok": float(np.mean(weighted)) if weighted else None,
+        "htsr_alpha_weighted_fits_used": len(weighted),
+    }

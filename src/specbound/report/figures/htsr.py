@@ -48,8 +48,8 @@ def htsr_fits(a: Analysis) -> list[Any]:
 
 def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     """Raw weight rows whose ESD is drawn: ``all`` (every matrix with a fit), ``worst`` (the
-    ``WORST_K`` fitted matrices farthest from WeightWatcher's 2..6 range, largest distance
-    first), ``none``."""
+    ``WORST_K`` matrices with an ``ok`` fit farthest from WeightWatcher's 2..6 range, largest
+    distance first: a short_tail or poor fit is not an outlier finding), ``none``."""
     from ...errors import SpecboundError
 
     if esd not in ESD_CHOICES:
@@ -60,6 +60,9 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     fitted = [i for i, f in enumerate(fits) if f.alpha is not None]
     if esd == "all":
         return fitted
+    from ...measures._htsr import FIT_OK, fit_quality
+
+    fitted = [i for i in fitted if fit_quality(fits[i])[0] == FIT_OK]
 
     def dist(i: int) -> float:
         al = float(fits[i].alpha)
@@ -87,6 +90,8 @@ def _weight_name(a: Analysis, i: int) -> str:
 
 @styled
 def _esd_page(a: Analysis, rows: list[int], fits: list[Any], out_dir: Path, name: str) -> Any:
+    from ...measures._htsr import FIT_OK, fit_quality
+
     plt = require_matplotlib()
     cols = min(len(rows), 2 if len(rows) <= 4 else 3)
     nrows = math.ceil(len(rows) / cols)
@@ -117,7 +122,12 @@ def _esd_page(a: Analysis, rows: list[int], fits: list[Any], out_dir: Path, name
         ys = np.concatenate([dens[ok], fit_y[fit_y > 0]])
         plain_log_axis(ax, "x", float(lam[0]), float(lam[-1]), max_ticks=5)
         plain_log_axis(ax, "y", float(ys.min()), float(ys.max()), max_ticks=6)
-        ax.set_title(f"{_weight_name(a, i)}\nhtsr_alpha {al:.2f}, x_min {xmin:.3g}", fontsize=11)
+        verdict = fit_quality(f)[0]
+        flag = "" if verdict == FIT_OK else f" [{verdict} fit]"
+        ax.set_title(
+            f"{_weight_name(a, i)}{flag}\nhtsr_alpha {al:.2f}, x_min {xmin:.3g}, tail {t}",
+            fontsize=11,
+        )
         ax.grid(True, which="major", alpha=0.3)
     for ax in list(axes.flat)[len(rows) :]:
         ax.axis("off")
@@ -134,7 +144,8 @@ def _esd_page(a: Analysis, rows: list[int], fits: list[Any], out_dir: Path, name
         "ESD and power-law fit",
         "Log-log histogram (density) of the eigenvalues of WᵀW above the rank threshold; "
         "dashed: the fitted power law p(x) ∝ x^(-alpha) for x >= x_min, scaled to the tail's "
-        "share of the eigenvalues; dotted: x_min. Same fit as htsr_alpha (SPEC 9).",
+        "share of the eigenvalues; dotted: x_min. Same fit as htsr_alpha (SPEC 9). A title "
+        "marked [short_tail fit] or [poor fit] is a fit not to trust (weights.csv htsr_fit).",
     )
 
 
@@ -150,11 +161,23 @@ def esd_figures(a: Analysis, out_dir: Path, esd: str = "worst", prefix: str = ""
         name = f"{prefix}esd" + (f"_{n + 1}" if len(chunks) > 1 else "")
         fig = _esd_page(a, chunk, fits, out_dir, name)
         if esd == "worst":
-            fig.title += " (matrices farthest from alpha 2-6)"
+            fig.title += " (ok fits farthest from alpha 2-6)"
+            failed = _failed_fits(fits)
+            if failed:
+                fig.caption += (
+                    f" {failed} of {len(fits)} fits are short_tail or poor (weights.csv "
+                    "htsr_fit) and are left out of this selection: their alpha is not a finding."
+                )
         elif len(chunks) > 1:
             fig.title += f" ({n + 1} of {len(chunks)})"
         out.append(fig)
     return out
+
+
+def _failed_fits(fits: list[Any]) -> int:
+    from ...measures._htsr import FIT_OK, fit_quality
+
+    return sum(fit_quality(f)[0] != FIT_OK for f in fits)
 
 
 @styled
@@ -184,6 +207,21 @@ def htsr_layer_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure | 
             ls="-",
             lw=0.8,
         )
+    from ...measures._htsr import FIT_OK, fit_quality
+
+    bad = [i for i, f in enumerate(fits) if f.alpha is not None and fit_quality(f)[0] != FIT_OK]
+    if bad:
+        ax.plot(
+            [int(ws.layer[i]) for i in bad],
+            [fits[i].alpha for i in bad],
+            "o",
+            ms=13,
+            mfc="none",
+            mec="#888",
+            mew=1.2,
+            ls="",
+            label="short_tail / poor fit",
+        )
     L = int(np.max(ws.layer)) + 1
     integer_axis(ax, "x", L, max_ticks=16)
     ax.set_xlabel("layer l")
@@ -191,7 +229,10 @@ def htsr_layer_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure | 
     ax.set_title("HTSR alpha per layer (WeightWatcher's exponent)")
     ax.grid(True, alpha=0.3)
     ax.legend(
-        frameon=False, ncol=min(len(roles) + 1, 7), loc="upper center", bbox_to_anchor=(0.5, -0.22)
+        frameon=False,
+        ncol=min(len(roles) + 1 + bool(bad), 7),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
     )
     return save(
         fig,
@@ -199,6 +240,7 @@ def htsr_layer_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure | 
         f"{prefix}htsr_alpha",
         "HTSR alpha per layer",
         "The power-law exponent htsr_alpha of each raw weight matrix (undefined below 20 "
-        "eigenvalues); shaded: 2-6, the range WeightWatcher reads as well trained. Not the "
+        "eigenvalues); shaded: 2-6, the range WeightWatcher reads as well trained; circled: "
+        "short_tail or poor fits (weights.csv htsr_fit), not to be read as findings. Not the "
         "depth_factor.",
     )
