@@ -55,7 +55,7 @@ def test_one_escaper_one_table() -> None:
     assert 'data-v="22713728"' in t  # sort keys stay plain numbers
     big = H.table(pd.DataFrame({"i": range(223)}), page_size=50)
     assert big.count("<tr>") == 224  # every row is in the page (paged, not cut)
-    assert 'class="sortable paged"' in big and "First 200" not in big
+    assert 'class="sortable sticky1 paged"' in big and "First 200" not in big
 
 
 def test_trajectory_uses_the_one_escaper() -> None:
@@ -97,7 +97,7 @@ def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, obje
         assert "below its rank ceiling" in lead
     assert "not bounds on the test error" in answer
     assert answer.index("rank ceiling") < answer.index("spectrum-adaptive proxy:")
-    assert "<h2>Glossary</h2>" in html and "depth_factor" in html and "grid m" in html
+    assert '<h2 id="glossary">Glossary</h2>' in html and "depth_factor" in html and "grid m" in html
     assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
     figs = path.parent / "figures"
     for name in ("esd", "htsr_alpha", "depth_factor", "spectral_decay"):
@@ -473,3 +473,68 @@ def test_correlate_scatter_labels_say_the_scale() -> None:
     assert x_label("num_parameters") == "num_parameters (linear)"
     assert x_label("htsr_alpha").endswith("(linear)")
     assert x_label("pacbayes_flatness").endswith("(linear)")
+
+
+# --- issue 36 item 3: pages a practitioner can act on ---------------------------------------
+
+
+def _hrefs(html: str) -> list[str]:
+    return re.findall(r'<a href="([^"]+)"', html)
+
+
+def _links_resolve(page_path: Path) -> list[str]:
+    """Every relative link of a page points at a file next to it; returns the links."""
+    html = page_path.read_text()
+    links = [h for h in _hrefs(html) if not h.startswith("#")]
+    for h in links:
+        assert "://" not in h and not h.startswith("/"), h
+        assert (page_path.parent / h).is_file(), h
+    anchors = set(re.findall(r'id="([^"]+)"', html))
+    for h in _hrefs(html):
+        if h.startswith("#"):
+            assert h[1:] in anchors, h
+    return links
+
+
+def _tied_analysis(n_tie: int) -> object:
+    """A stand-in Analysis: 12 matrices, the first ``n_tie`` M_in at c* = 384 (p* = 0)."""
+    from types import SimpleNamespace
+
+    c = np.full(12, 100.0)
+    c[:n_tie] = 384.0
+    c[0] *= 1 + 1e-12  # rounding: still a tie
+    types = np.array([2] * 6 + [0] * 6)
+    return SimpleNamespace(
+        details=SimpleNamespace(log_contribution=np.log(c), p_star=np.zeros(12)),
+        spectra=SimpleNamespace(
+            matrix_type=types, head=np.where(types == 2, -1, 1), layer=np.arange(12) % 6
+        ),
+    )
+
+
+def test_largest_term_tie_is_not_a_finding() -> None:
+    from specbound.report.pages.analysis import largest_term_sentence
+
+    text = largest_term_sentence(_tied_analysis(5))
+    assert (
+        text == "No single matrix has the largest term: 5 matrices tie at c* = 384 (M_in; p* = 0)."
+    )
+    assert "largest single term is" not in text
+    one = largest_term_sentence(_tied_analysis(1))
+    assert one.startswith("The largest single term is M_in (layer 0), c* = 384")
+    assert one.endswith("the next largest is 100.")
+
+
+def test_analysis_page_links_sticky_and_glossary(analysis_page: tuple[Path, object]) -> None:
+    path, _ = analysis_page
+    html = path.read_text()
+    links = _links_resolve(path)
+    for name in ("matrices.csv", "layers.csv", "summary.json"):
+        assert name in links or not (path.parent / name).exists(), name
+    assert any(h.startswith("figures/") and h.endswith(".pdf") for h in links)
+    assert any(h.startswith("figures/") and h.endswith(".png") for h in links)
+    assert html.count('class="sortable sticky1') == html.count("<table")
+    assert "table.sticky1 tbody td:first-child{position:sticky;left:0" in html
+    for term in ("HTSR D", "HTSR x_min", "HTSR tail size", "SE", "not shown to differ"):
+        assert f'<dt id="g-{re.sub(r"[^A-Za-z0-9]+", "-", term)}">{term}</dt>' in html, term
+    assert "<code>docs/guide/analyze.md</code>" in html and "<code>docs/spec.md</code>" in html

@@ -3,7 +3,10 @@
 Every user-derived string (model path, axis name and value, task, measure label, metric name)
 reaches a page only through :func:`escape` (``html.escape`` with ``quote=True``). A page is
 self-contained: figures embedded as base64 PNG, inline CSS and a few lines of inline JS (click a
-column header to sort a table); no URL of any kind. Numbers are right-aligned with thousands
+column header to sort a table); no URL of any kind except relative links to the files written
+next to the page (:func:`file_link`: the CSVs and figures of the same output folder, checked to
+exist). Every table scrolls inside its box with a sticky header row and a sticky first column
+(the row's key), so it is readable at 900 px. Numbers are right-aligned with thousands
 separators, one format per quantity (:func:`fmt`), and a missing value is always written
 :data:`UNDEFINED`. No absolute filesystem path and no "inf" reaches a page.
 """
@@ -14,7 +17,7 @@ import base64
 import html as _html
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +65,11 @@ dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:.6em}
 .grid figure img{max-width:min(100%,560px)}
 .grid figure{margin:.2em 0}.bad{color:#a4262c}
+table.sticky1 tbody td:first-child{position:sticky;left:0;z-index:1;background:#fff;
+box-shadow:inset -1px 0 0 #bbb}
+table.sticky1 tbody tr:nth-child(even) td:first-child{background:#fafafa}
+table.sticky1 thead th:first-child{position:sticky;left:0;z-index:3;box-shadow:inset -1px 0 0 #bbb}
+a{color:#2a5a9e}.files{font-size:.9em}.files a{margin-right:.7em}
 """
 
 JS = """
@@ -197,6 +205,46 @@ GLOSSARY = (
     ),
     ("HTSR alpha", "WeightWatcher's power-law exponent of the eigenvalues of W^T W (SPEC 9)"),
     (
+        "HTSR x_min",
+        "the eigenvalue of W^T W where the fitted power-law tail starts: the candidate that "
+        "minimizes HTSR D (SPEC 9)",
+    ),
+    (
+        "HTSR tail size",
+        "the number of eigenvalues at or above x_min that the power law is fitted to; a fit on a "
+        "short tail (a few eigenvalues) is noisy",
+    ),
+    (
+        "HTSR D",
+        "the Kolmogorov-Smirnov distance between the tail's empirical distribution and the "
+        "fitted power law (0 = a perfect fit; the fit picks the x_min with the smallest D)",
+    ),
+    (
+        "SE",
+        "standard error: the OLS standard error of a fitted slope, written value ± SE (SE); "
+        "undefined without residual degrees of freedom",
+    ),
+    (
+        "resid df",
+        "residual degrees of freedom of a fit: points minus fitted parameters; below 2 the SE "
+        "rests on at most one residual and the line is flagged",
+    ),
+    (
+        "not shown to differ",
+        "two slopes within max(2, t_0.975(df)) combined SEs of each other: this grid cannot "
+        "tell them apart; it is not evidence that they are equal",
+    ),
+    (
+        "half-change step",
+        "the first step at which a series had covered half of its net change from the first to "
+        "the last evaluation; undefined when the series does not move (see trajectory page)",
+    ),
+    (
+        "share p*=0",
+        "the share of matrices whose p* is 0 (charged by their rank only); at 100% the "
+        "spectrum-adaptive value is the rank ceiling",
+    ),
+    (
         "undefined",
         "a value that could exist but does not here (e.g. distance_from_init without an init "
         "checkpoint, a statistic with no pair to compare)",
@@ -320,6 +368,19 @@ def column_format(name: str, values: Sequence[Any]) -> Any:
     return fixed
 
 
+def sig3(v: Any) -> str:
+    """A measured value with 3 significant digits (``8.21``, ``0.00186``, ``1.86e+04``), never
+    rounded to an integer; undefined and beyond-float64 values as :func:`fmt`."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return fmt(v)
+    f = float(v)
+    if not math.isfinite(f):
+        return fmt(v)
+    if f == 0:
+        return "0"
+    return f"{f:.3g}"
+
+
 def interval(lo: Any, hi: Any, digits: int = 2) -> str:
     """``[lo, hi]`` with ``digits`` decimals, or "no interval" when either end is undefined."""
     try:
@@ -381,6 +442,7 @@ def table(
     page_size: int | None = None,
     labels: dict[str, str] | None = None,
     missing: dict[str, str] | None = None,
+    formats: dict[str, Callable[[Any], str]] | None = None,
 ) -> str:
     """THE table renderer: a sortable HTML table (click a header) in a scroll box with a sticky
     header; numbers right-aligned (:func:`fmt`) and sorted numerically; text columns escaped and
@@ -388,7 +450,9 @@ def table(
     tooltip). Every row is written; with ``page_size`` and more rows than that, a pager shows
     ``page_size`` rows at a time (button "all" shows them all). Each numeric column has one
     format (:func:`column_format`). ``missing``: column -> the word for its missing cells
-    (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``max_rows`` is accepted for old
+    (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``formats``: column -> its
+    formatter instead (e.g. :func:`sig3`; sorting stays numeric). The first column stays in
+    view when the table scrolls sideways (class ``sticky1``). ``max_rows`` is accepted for old
     callers and means ``page_size``."""
     from pandas.api.types import is_numeric_dtype
 
@@ -399,7 +463,11 @@ def table(
     names = {**LABELS, **(labels or {})}
     cols = list(df.columns)
     text_cols = {c for c in cols if not _numeric_column(df[c], is_numeric_dtype)}
-    formats = {c: (fmt if c in text_cols else column_format(str(c), list(df[c]))) for c in cols}
+    own = formats or {}
+    formats = {
+        c: own.get(str(c)) or (fmt if c in text_cols else column_format(str(c), list(df[c])))
+        for c in cols
+    }
     missing = missing or {}
     head = "".join(
         f'<th class="{"txt" if c in text_cols else ""}" title="{escape(c)}">'
@@ -423,14 +491,14 @@ def table(
             cells.append(f'<td{cls} data-v="{escape(raw)}">{escape(shown)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     paged = page_size is not None and len(df) > page_size
-    pager, tcls, attr = "", "sortable", ""
+    pager, tcls, attr = "", "sortable sticky1", ""
     if paged:
         pager = (
             '<div class="pager"><button class="prev">previous</button>'
             '<button class="next">next</button><button class="all">all rows</button> '
             f"<span>all {len(df)} rows</span></div>"
         )
-        tcls, attr = "sortable paged", f' data-page="{int(page_size)}"'  # type: ignore[arg-type]
+        tcls, attr = "sortable sticky1 paged", f' data-page="{int(page_size)}"'  # type: ignore[arg-type]
     return (
         f'<div class="tw">{pager}<table class="{tcls}"{attr}><thead><tr>{head}</tr></thead>'
         "<tbody>" + "".join(body) + "</tbody></table></div>"
@@ -438,25 +506,86 @@ def table(
 
 
 def figure_html(fig: Figure) -> str:
-    """A figure as an embedded base64 PNG with its caption (vector versions named)."""
-    data = base64.b64encode(Path(fig.png).read_bytes()).decode("ascii")
-    vec = " and ".join(f"figures/{escape(Path(p).name)}" for p in fig.vectors())
+    """A figure as an embedded base64 PNG with its caption and relative links to its files
+    (PNG and the vector versions, in ``figures/`` next to the page)."""
+    png = Path(fig.png)
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    root = png.parent.parent  # the page's folder: figures live in <out>/figures/
+    files = [png, *(Path(p) for p in fig.vectors())]
+    links = ", ".join(
+        file_link(root, f"{png.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
+    )
     return (
         f'<figure id="fig-{escape(fig.name)}"><img alt="{escape(fig.title)}" '
         f'src="data:image/png;base64,{data}"><figcaption><b>{escape(fig.title)}.</b> '
-        f"{escape(scrub_paths(fig.caption))} (Vector versions: {vec}.)</figcaption></figure>"
+        f"{escape(scrub_paths(fig.caption))} (Files: {links}.)</figcaption></figure>"
     )
 
 
+def glossary_id(term: str) -> str:
+    """The anchor of a glossary term (``#g-...``): letters and digits, the rest ``-``."""
+    return "g-" + re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
+
+
 def glossary_html(terms: Sequence[str] | None = None) -> str:
-    """The glossary of every page (all terms, or those named)."""
+    """The glossary of every page (all terms, or those named); each term has an anchor
+    (:func:`glossary_id`) that a page can link to."""
     rows = [(t, d) for t, d in GLOSSARY if terms is None or t in terms]
-    items = "".join(f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in rows)
-    return f'<h2>Glossary</h2><dl class="gloss">{items}</dl>'
+    items = "".join(
+        f'<dt id="{glossary_id(t)}">{escape(t)}</dt><dd>{escape(d)}</dd>' for t, d in rows
+    )
+    return f'<h2 id="glossary">Glossary</h2><dl class="gloss">{items}</dl>'
 
 
-def page(title: str, sections: Sequence[str], glossary: bool = True) -> str:
-    """The whole HTML document: title, sections (already HTML), the glossary, the footer."""
+def file_link(out_dir: str | Path | None, name: str, text: str | None = None) -> str:
+    """A relative link to ``name`` (a file written next to the page, e.g. ``matrices.csv`` or
+    ``figures/esd.png``) when it exists in ``out_dir``; else the name in plain text."""
+    label = escape(text if text is not None else name)
+    if out_dir is None or not (Path(out_dir) / name).is_file():
+        return label
+    return f'<a href="{escape(Path(name).as_posix())}">{label}</a>'
+
+
+def files_html(out_dir: str | Path | None, names: Sequence[str]) -> str:
+    """One line of links to the files of ``names`` that exist in ``out_dir`` ("" when none)."""
+    there = [n for n in names if out_dir is not None and (Path(out_dir) / n).is_file()]
+    if not there:
+        return ""
+    return '<p class="files">Files: ' + "".join(file_link(out_dir, n) for n in there) + "</p>"
+
+
+#: Where the documentation of each page lives (pages of specbound's mkdocs site, docs/ in the
+#: source tree); there is no published URL, so a page names them.
+DOCS = {
+    "analyze": "guide/analyze.md",
+    "scale": "guide/scale.md",
+    "trajectory": "guide/track.md",
+    "correlate": "guide/correlate.md",
+    "measures": "guide/measures.md",
+    "weightwatcher": "weightwatcher.md",
+    "spec": "spec.md",
+}
+
+
+def docs_html(*pages: str) -> str:
+    """The footer line naming the documentation of a page (``DOCS`` keys)."""
+    names = [DOCS[p] for p in pages if p in DOCS] + [DOCS["spec"]]
+    return (
+        '<p class="note">Documentation: '
+        + ", ".join(f"<code>docs/{escape(n)}</code>" for n in dict.fromkeys(names))
+        + " (specbound's mkdocs site: <code>mkdocs serve</code> in the source tree). Terms: "
+        '<a href="#glossary">glossary</a>.</p>'
+    )
+
+
+def page(
+    title: str,
+    sections: Sequence[str],
+    glossary: bool = True,
+    docs: Sequence[str] = (),
+) -> str:
+    """The whole HTML document: title, sections (already HTML), the glossary, the footer
+    (the documentation pages of ``docs``, :data:`DOCS` keys, and the spec)."""
     title = scrub_paths(title)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -465,6 +594,7 @@ def page(title: str, sections: Sequence[str], glossary: bool = True) -> str:
         f"<h1>{escape(title)}</h1>"
         + "\n".join(sections)
         + (glossary_html() if glossary else "")
+        + docs_html(*docs)
         + f'<p class="note">specbound {escape(__version__)}. Formulas: SPEC.md.</p>'
         + f"<script>{JS}</script></body></html>\n"
     )

@@ -46,10 +46,28 @@ def htsr_fits(a: Analysis) -> list[Any]:
     return list(weight_fits(a.measure_input()))
 
 
+def trusted_fits(a: Analysis, fits: list[Any] | None = None) -> list[bool]:
+    """Per raw weight row: whether its power-law fit may be presented as a finding: it has an
+    alpha and, when weights.csv carries a fit-quality column ``htsr_fit``, that says ``ok``
+    (the hook for issue 36 item 1; without the column every fitted alpha counts)."""
+    fits = htsr_fits(a) if fits is None else fits
+    ok = [f.alpha is not None for f in fits]
+    w = getattr(a, "weights", None)
+    if w is not None and "htsr_fit" in getattr(w, "columns", ()) and len(w) == len(ok):
+        ok = [o and str(q) == "ok" for o, q in zip(ok, w["htsr_fit"], strict=True)]
+    return ok
+
+
+def outside_good(alpha: float) -> float:
+    """How far ``alpha`` lies outside WeightWatcher's 2..6 range (0 inside)."""
+    return max(HTSR_GOOD[0] - alpha, alpha - HTSR_GOOD[1], 0.0)
+
+
 def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     """Raw weight rows whose ESD is drawn: ``all`` (every matrix with a fit), ``worst`` (the
-    ``WORST_K`` matrices with an ``ok`` fit farthest from WeightWatcher's 2..6 range, largest
-    distance first: a short_tail or poor fit is not an outlier finding), ``none``."""
+    ``WORST_K`` matrices with an ``ok`` fit (a short_tail or poor fit is not an outlier
+    finding) outside WeightWatcher's 2..6 range, farthest first; when no ok fit lies outside,
+    the ``WORST_K`` largest alphas), ``none``."""
     from ...errors import SpecboundError
 
     if esd not in ESD_CHOICES:
@@ -64,11 +82,15 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
 
     fitted = [i for i in fitted if fit_quality(fits[i])[0] == FIT_OK]
 
+    ok = trusted_fits(a, fits)
+    pool = [i for i in fitted if ok[i]] or fitted
+
     def dist(i: int) -> float:
         al = float(fits[i].alpha)
-        return max(HTSR_GOOD[0] - al, al - HTSR_GOOD[1], 0.0) + 1e-9 * al
+        return outside_good(al) + 1e-9 * al
 
-    return sorted(fitted, key=lambda i: -dist(i))[:WORST_K]
+    outside = [i for i in pool if outside_good(float(fits[i].alpha)) > 0]
+    return sorted(outside or pool, key=lambda i: -dist(i))[:WORST_K]
 
 
 def _kept_eigenvalues(a: Analysis, i: int) -> np.ndarray:
@@ -161,7 +183,12 @@ def esd_figures(a: Analysis, out_dir: Path, esd: str = "worst", prefix: str = ""
         name = f"{prefix}esd" + (f"_{n + 1}" if len(chunks) > 1 else "")
         fig = _esd_page(a, chunk, fits, out_dir, name)
         if esd == "worst":
-            fig.title += " (ok fits farthest from alpha 2-6)"
+            out_of_range = any(outside_good(float(fits[i].alpha)) > 0 for i in chunk)
+            fig.title += (
+                " (ok fits farthest from alpha 2-6)"
+                if out_of_range
+                else " (every ok fit inside alpha 2-6: the largest alphas)"
+            )
             failed = _failed_fits(fits)
             if failed:
                 fig.caption += (

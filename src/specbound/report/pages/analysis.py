@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...naming import display_name
-from ..html import NOT_APPLICABLE, escape, figure_html, page, scrub_paths, table
+from ..html import (
+    NOT_APPLICABLE,
+    escape,
+    figure_html,
+    file_link,
+    files_html,
+    page,
+    scrub_paths,
+    table,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,6 +110,50 @@ def measures_table(a: Analysis) -> pd.DataFrame | None:
     return pd.DataFrame(rows, columns=["measure", "value", "description", "note"])
 
 
+#: Two contributions tie when their natural logs differ by at most this (relative 1e-9 in c*):
+#: matrices of one shape at p* = 0 all contribute sqrt(rank x N) up to rounding.
+TIE_LOG = 1e-9
+
+
+def _where(a: Analysis, i: int) -> str:
+    s = a.spectra
+    head = int(s.head[i])
+    return f"layer {int(s.layer[i])}" + (f", head {head}" if head >= 0 else "")
+
+
+def largest_term_sentence(a: Analysis) -> str:
+    """Which single matrix contributes most, or, when several tie for the largest c* (within
+    :data:`TIE_LOG` in log), how many tie at which value and of which types: a tie-break is
+    not a finding."""
+    d, s = a.details, a.spectra
+    logc = np.asarray(d.log_contribution, dtype=float)
+    if not logc.size:
+        return ""
+    top = int(np.argmax(logc))
+    tied = np.nonzero(logc >= logc[top] - TIE_LOG)[0]
+    if tied.size > 1:
+        types = sorted({MATRIX_TYPES[int(s.matrix_type[i])] for i in tied}, key=MATRIX_TYPES.index)
+        ps = sorted({float(d.p_star[i]) for i in tied})
+        p_text = ", ".join(f"{p:.3g}" for p in ps)
+        return (
+            f"No single matrix has the largest term: {tied.size:,} matrices tie at c* = "
+            f"{_c_text(logc[top])} ({', '.join(types)}; p* = {p_text})."
+        )
+    text = (
+        f"The largest single term is {MATRIX_TYPES[int(s.matrix_type[top])]} "
+        f"({_where(a, top)}), c* = {_c_text(logc[top])}, p* = {d.p_star[top]:.3g}"
+    )
+    if logc.size > 1:
+        text += f"; the next largest is {_c_text(np.sort(logc)[-2])}"
+    return text + "."
+
+
+def _c_text(log_c: float) -> str:
+    """A contribution from its natural log: 4 significant digits, or 10^x beyond float64."""
+    v = float(np.exp(log_c)) if log_c < 709 else math.inf
+    return f"{v:.4g}" if math.isfinite(v) else f"10^{log_c / math.log(10):.4g}"
+
+
 def answer_html(a: Analysis) -> str:
     """The opening: the answer in plain words (rank ceiling or not), the caveat, both proxies,
     which matrices dominate and which p they chose."""
@@ -130,12 +183,7 @@ def answer_html(a: Analysis) -> str:
         + ".",
     ]
     if top >= 0:
-        head = int(s.head[top])
-        where = f"layer {int(s.layer[top])}" + (f", head {head}" if head >= 0 else "")
-        lines.append(
-            f" The largest single term is {MATRIX_TYPES[int(s.matrix_type[top])]} "
-            f"({where}), p* = {d.p_star[top]:.3g}."
-        )
+        lines.append(" " + escape(largest_term_sentence(a)))
     lines.append("</p>")
     used, counts = np.unique(d.p_star, return_counts=True)
     dist = ", ".join(f"p* = {p:.3g}: {n:,}" for p, n in zip(used, counts, strict=True))
@@ -158,18 +206,28 @@ def answer_html(a: Analysis) -> str:
     return "".join(lines)
 
 
-def analysis_sections(a: Analysis, figs: Sequence[Figure], notes: Sequence[str] = ()) -> list[str]:
-    """Answer, figures, tables for one model."""
+#: The files of an analysis folder that its page links to (those that exist).
+ANALYSIS_FILES = ("summary.json", "matrices.csv", "layers.csv", "weights.csv", "spectra.npz")
+
+
+def analysis_sections(
+    a: Analysis,
+    figs: Sequence[Figure],
+    notes: Sequence[str] = (),
+    out_dir: str | Path | None = None,
+) -> list[str]:
+    """Answer, figures, tables for one model; headings link to the CSVs in ``out_dir`` (the
+    page's folder) when they are there."""
     from ..figures.analysis import head_grids, heatmap_summary
 
     mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
     mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: n/a
     mats = mats.rename(columns=DEPTH_RENAME)
-    out = [answer_html(a)]
+    out = [answer_html(a) + files_html(out_dir, ANALYSIS_FILES)]
     mt = measures_table(a)
     if mt is not None:
         out.append(
-            "<h2>Measures (summary.json)</h2>"
+            f"<h2>Measures ({file_link(out_dir, 'summary.json')})</h2>"
             '<p class="note">Larger should mean "generalizes worse" (SPEC 9). The two '
             "bounds and the log products are log10 values. htsr_alpha is WeightWatcher's "
             "power-law exponent, not the depth_factor.</p>" + table(mt)
@@ -182,15 +240,16 @@ def analysis_sections(a: Analysis, figs: Sequence[Figure], notes: Sequence[str] 
         + "".join(figure_html(f) for f in figs)
     )
     out += [
-        "<h2>Per layer (layers.csv)</h2>"
+        f"<h2>Per layer ({file_link(out_dir, 'layers.csv')})</h2>"
         + table(a.layers.rename(columns=DEPTH_RENAME), first=LAYER_FIRST),
-        "<h2>Matrices, largest contributions first (matrices.csv)</h2>"
+        "<h2>Matrices, largest contributions first "
+        f"({file_link(out_dir, 'matrices.csv')})</h2>"
         + table(mats, page_size=50, first=MATRIX_FIRST, missing={"head": NOT_APPLICABLE}),
     ]
     weights = getattr(a, "weights", None)
     if weights is not None and len(weights):
         out.append(
-            "<h2>Raw weight matrices (weights.csv)</h2>"
+            f"<h2>Raw weight matrices ({file_link(out_dir, 'weights.csv')})</h2>"
             '<p class="note">The matrices of the baseline measures (SPEC 9): norms, '
             "stable rank and the heavy-tailed power-law fit (HTSR alpha).</p>"
             + table(weights, page_size=50, first=["layer", "role", "tensor"])
@@ -219,7 +278,8 @@ def write_analysis_report(analysis: Analysis, out_dir: str | Path, esd: str = "w
         notes.append("No ESD figure: no raw weight matrix has the 20 eigenvalues a fit needs.")
     html_text = page(
         f"specbound report: {display_name(analysis.model)}",
-        analysis_sections(analysis, figs, notes),
+        analysis_sections(analysis, figs, notes, out_dir),
+        docs=("analyze", "measures", "weightwatcher"),
     )
     (out_dir / "report.html").write_text(html_text, encoding="utf-8")
     return out_dir / "report.html"
