@@ -40,7 +40,7 @@ def files(root: Path) -> set[str]:
 def pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("ens")
     one = train_zoo("digits", root / "one", preset="tiny", grid=CONVERGING, ensemble=1)
-    many = train_zoo("digits", root / "many", preset="tiny", grid=CONVERGING, ensemble="auto")
+    many = train_zoo("digits", root / "many", preset="tiny", grid=CONVERGING, ensemble=16)
     return root, one, many
 
 

@@ -50,7 +50,8 @@ def zoo_train(
         typer.Option(
             "--ensemble",
             help="Models of one architecture trained together as one batched computation: "
-            "N, or auto (up to 16, memory permitting); 1 = one at a time.",
+            "N, or auto (the mode measured fastest on the device: 1 on the CPU, up to 16 "
+            "memory permitting on CUDA); 1 = one at a time.",
         ),
     ] = "auto",
     engine: Engine = DEFAULT_ENGINE,

@@ -102,8 +102,9 @@ def train_zoo(
 ) -> Any:
     """Train every grid point not already finished in ``out``; return the manifest DataFrame.
 
-    ``ensemble``: how many same-architecture models train together (``"auto"``: ``ensemble.
-    auto_size``; 1: one at a time). ``on_model(i, n, name, metrics)`` is called per grid point
+    ``ensemble``: how many same-architecture models train together (``"auto"``:
+    ``ensemble.auto_mode``, 1 on the CPU, the memory-bounded ``auto_size`` on CUDA; 1: one at a
+    time). ``on_model(i, n, name, metrics)`` is called per grid point
     (metrics None when it was finished before). ``engine``: None or ``"local"`` (this
     process), else an engine name (``"ray"``, options ``engine_options`` such as
     ``{"address": ...}``) or an ``Engine``: one job per ensemble (``distributed.py``).
@@ -116,6 +117,10 @@ def train_zoo(
     _check_device(device)
     check_threads(threads)
     ens = check_ensemble(ensemble)
+    if ens == "auto":
+        from .ensemble import auto_mode
+
+        ens = auto_mode(device)
     eng = _engine(engine, engine_options)
     import torch  # after the argument checks: bad input fails fast
 
