@@ -24,6 +24,7 @@ from specbound._version import __version__
 COMMANDS: list[tuple[list[str], bool]] = [
     ([], False),
     (["analyze"], True),
+    (["layers"], True),
     (["measures"], True),
     (["inspect"], True),
     (["scale"], True),

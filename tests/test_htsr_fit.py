@@ -159,3 +159,20 @@ def test_cli_crafted_short_tail(tiny_bert, tmp_path):
     assert s["htsr_alpha_fits_used"] == s["htsr_fits_ok"] == list(csv["htsr_fit"]).count("ok")
     assert json.loads((out / "summary.json").read_text())["weight_fits"] == s["weight_fits"]
     shutil.rmtree(out)
+
+
+def test_terminal_and_page_name_the_failed_fits(minilm_fits, capsys):
+    from specbound.report.pages.analysis import analysis_sections
+    from specbound.report.terminal import print_summary
+
+    print_summary(minilm_fits, width=120)
+    out = capsys.readouterr().out
+    assert "HTSR fits: 31 of 36 ok, 5 short_tail (tail < 20), 0 poor." in out
+    ok_mean = minilm_fits.htsr_fit_summary()["htsr_alpha_ok"]
+    assert f"htsr_alpha over the 31 ok fits: {ok_mean:.4g}" in out
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == "power-law fits not to trust")
+    rows = [ln for ln in lines[start:] if "short_tail" in ln]
+    assert len(rows) == 5 and any("8.44" in r and " 9 " in r for r in rows)
+    html = "".join(analysis_sections(minilm_fits, []))
+    assert "Power-law fit quality:" in html and "31 of 36 ok" in html

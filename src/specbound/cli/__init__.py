@@ -16,6 +16,7 @@ from .common import DEMO_ALIASES, resolve_model
 #: ``app`` (or ``cache_app``, ``zoo_app``) when imported.
 COMMANDS = (
     "analyze",
+    "layers",
     "measures",
     "inspect",
     "scale",

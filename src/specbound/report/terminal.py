@@ -176,6 +176,60 @@ def print_measures(console: Any, a: Analysis) -> None:
             console.print(f"  [dim]{escape(name)}:[/dim] {escape(note)}", highlight=False)
 
 
+def htsr_fit_sentence(a: Analysis) -> str | None:
+    """How many power-law fits are ok, short_tail, poor, and the ok-only mean of htsr_alpha
+    (None without raw-weight fits)."""
+    if getattr(a, "weight_spectra", None) is None:
+        return None
+    h = a.htsr_fit_summary()
+    n = int(h["htsr_fits"] or 0)
+    if not n:
+        return None
+    ok, short, poor = (int(h[f"htsr_fits_{v}"] or 0) for v in ("ok", "short_tail", "poor"))
+    text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < 20), {poor} poor."
+    if ok < n:
+        mean_ok = h["htsr_alpha_ok"]
+        over = f"{float(mean_ok):.4g}" if mean_ok is not None else "undefined"
+        text += (
+            f" htsr_alpha over the {h['htsr_alpha_fits_used']} ok fits: {over} "
+            "(htsr_alpha_ok); the measure above averages every defined fit (SPEC 9). Do not "
+            "read a failed fit's alpha as a finding (weights.csv: htsr_fit, htsr_fit_reason)."
+        )
+    return text
+
+
+def print_htsr_fits(console: Any, a: Analysis) -> None:
+    """The fit-quality line under the measures and the failed fits (at most 8 rows)."""
+    from rich.table import Table
+
+    text = htsr_fit_sentence(a)
+    if text is None:
+        return
+    console.print(escape(text), highlight=False)
+    cols = a.weight_columns()
+    bad = [i for i, v in enumerate(cols["htsr_fit"]) if v != "ok"]
+    if not bad:
+        return
+    _title(console, "power-law fits not to trust")
+    t = Table(show_edge=False)
+    for c in ("layer", "role", "htsr_alpha", "tail", "fit", "reason"):
+        t.add_column(c, justify="left" if c in ("role", "fit", "reason") else "right")
+    for i in bad[:8]:
+        al = cols["htsr_alpha"][i]
+        tail = cols["htsr_num_tail"][i]
+        t.add_row(
+            str(int(cols["layer"][i])),
+            escape(cols["role"][i]),
+            "undefined" if not math.isfinite(al) else f"{al:.3g}",
+            "" if tail is None else str(tail),
+            escape(cols["htsr_fit"][i]),
+            escape(cols["htsr_fit_reason"][i]),
+        )
+    console.print(t)
+    if len(bad) > 8:
+        console.print(f"  ... and {len(bad) - 8} more in weights.csv", highlight=False)
+
+
 def print_summary(
     a: Analysis, out: Path | None = None, report: bool = False, width: int | None = None
 ) -> None:
@@ -257,6 +311,7 @@ def print_summary(
     bt.add_row("norm_based", _fmt_bound(b.norm_based), f"{b.norm_based.log10:.4f}")
     console.print(bt)
     print_measures(console, a)
+    print_htsr_fits(console, a)
     for note in a.adaptations:
         console.print(f"[yellow]adaptation:[/yellow] {escape(note)}", highlight=False)
     if out is not None:

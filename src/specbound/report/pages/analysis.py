@@ -232,6 +232,11 @@ def analysis_sections(
             "bounds and the log products are log10 values. htsr_alpha is WeightWatcher's "
             "power-law exponent, not the depth_factor.</p>" + table(mt)
         )
+        from ..terminal import htsr_fit_sentence
+
+        fit_words = htsr_fit_sentence(a)
+        if fit_words:
+            out.append(f'<p class="note"><b>Power-law fit quality:</b> {escape(fit_words)}</p>')
     constant = heatmap_summary(head_grids(a))[2]
     words = [*notes, *([constant] if constant else [])]
     out.append(
