@@ -112,7 +112,8 @@ def train_zoo(
     ``{"address": ...}``) or an ``Engine``: one job per ensemble (``distributed.py``).
     ``workers``: processes training jobs side by side on the local engine (``workers.py``; 1:
     this process; None: ``workers.default_workers``, one per usable CPU, as ``zoo train``);
-    the files are the same for any number.
+    the files are the same for any number (a script calling this with ``workers`` != 1 needs
+    the ``if __name__ == "__main__":`` guard of ``multiprocessing``'s spawn).
     """
     source = None
     if isinstance(grid, (str, os.PathLike)):
