@@ -54,6 +54,15 @@ def zoo_train(
             "memory permitting on CUDA); 1 = one at a time.",
         ),
     ] = "auto",
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="Processes training models side by side, each with --threads torch threads "
+            "(the files do not depend on it); local engine only.",
+            show_default="one per usable CPU (divided by --threads; 1 on CUDA)",
+        ),
+    ] = None,
     engine: Engine = DEFAULT_ENGINE,
     ray_address: RayAddress = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No per-model lines.")] = False,
@@ -86,6 +95,7 @@ def zoo_train(
         on_model=note,
         ensemble=ensemble,
         engine=eng,
+        workers=workers,
     )
     if as_json:
         print_json({"out": str(out), "models": df})

@@ -19,7 +19,8 @@ temporary directory and renamed into place, so a finished model directory is com
 re-run skips it. With ``ensemble`` > 1 models sharing an architecture train together as one
 batched computation (``ensemble.py``); every file has the same form as one at a time.
 Models train in a seeded random order of the grid (ensembles: a seeded order of ensembles),
-so a run stopped early leaves a random subset.
+so a run stopped early leaves a random subset. With ``workers`` > 1 the models (or ensembles)
+train side by side in spawned processes (``workers.py``), with the same files.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def train_zoo(
     engine: Any = None,
     engine_options: dict[str, Any] | None = None,
     on_model: Callable[[int, int, str, dict[str, Any] | None], None] | None = None,
+    workers: int | None = 1,
 ) -> Any:
     """Train every grid point not already finished in ``out``; return the manifest DataFrame.
 
@@ -108,6 +110,10 @@ def train_zoo(
     (metrics None when it was finished before). ``engine``: None or ``"local"`` (this
     process), else an engine name (``"ray"``, options ``engine_options`` such as
     ``{"address": ...}``) or an ``Engine``: one job per ensemble (``distributed.py``).
+    ``workers``: processes training jobs side by side on the local engine (``workers.py``; 1:
+    this process; None: ``workers.default_workers``, one per usable CPU, as ``zoo train``);
+    the files are the same for any number (a script calling this with ``workers`` != 1 needs
+    the ``if __name__ == "__main__":`` guard of ``multiprocessing``'s spawn).
     """
     source = None
     if isinstance(grid, (str, os.PathLike)):
@@ -122,6 +128,17 @@ def train_zoo(
 
         ens = auto_mode(device)
     eng = _engine(engine, engine_options)
+    from .workers import ProcessPool, check_workers, default_workers
+
+    n_workers = default_workers(device, threads) if workers is None else check_workers(workers)
+    if eng is not None and eng.distributed:
+        if workers is not None and n_workers > 1:
+            raise SpecboundError(
+                f"--workers {workers}: for the local engine only; with --engine {eng.name} "
+                "the engine places the jobs (leave --workers out)"
+            )
+    elif n_workers > 1:
+        eng = ProcessPool(n_workers)
     import torch  # after the argument checks: bad input fails fast
 
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -191,16 +208,22 @@ def _train_all(
             from .ensemble import groups
 
             chunks = [[q] for q in todo] if ens == 1 else list(groups(p, data, todo, ens, device))
-            run_on_engine(
-                eng,
-                p,
-                models,
-                chunks,
-                device,
-                threads,
-                lambda c: 1 if ens == 1 else len(c),
-                finished,
-            )
+            from .workers import ProcessPool, remove_temps
+
+            try:
+                run_on_engine(
+                    eng,
+                    p,
+                    models,
+                    chunks,
+                    device,
+                    threads,
+                    lambda c: 1 if ens == 1 else len(c),
+                    finished,
+                )
+            finally:
+                if isinstance(eng, ProcessPool):  # its workers have ended; we hold the lock
+                    remove_temps(models)
             return zoodir.write_csv(out, p, done)
         with _torch_settings(threads):
             if ens == 1:
