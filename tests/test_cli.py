@@ -319,7 +319,7 @@ def test_correlate_table_at_80_columns_and_json(zoo_manifest: Path, tmp_path: Pa
         "--out",
         out,
         "--bootstrap",
-        "20",
+        "200",
         env={"COLUMNS": "80"},
     )
     assert r.code == 0, r.err
@@ -337,7 +337,7 @@ def test_correlate_table_at_80_columns_and_json(zoo_manifest: Path, tmp_path: Pa
         "--out",
         tmp_path / "j",
         "--bootstrap",
-        "20",
+        "200",
         "--json",
         "--quiet",
     )

@@ -192,7 +192,7 @@ def test_undefined_cases():
     assert math.isnan(se[0]) and math.isnan(se[1]) and se[2] is None
     # a measure undefined on some models is evaluated over the others
     df = pd.DataFrame({"A": [0, 1, 2, 3], "mu": [1.0, np.nan, 3.0, 2.0], "gap": [1.0, 5, 2, 3]})
-    t = C.correlation_table(df, ["mu"], ["A"], bootstrap=50)
+    t = C.correlation_table(df, ["mu"], ["A"], bootstrap=200)
     assert t.loc[0, "n_models"] == 3
     assert t.loc[0, "kendall_tau"] == pytest.approx(bf_tau([1.0, 3, 2], [1.0, 2, 3]))
 
@@ -362,7 +362,10 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
     models = pd.read_csv(out / "models.csv")
     corr = pd.read_csv(out / "correlation.csv")
     diffs = pd.read_csv(out / "differences.csv")
-    assert list(diffs.columns) == ["measure", "versus", "statistic", "delta", "low", "high"]
+    assert list(diffs.columns) == [
+        *["measure", "versus", "statistic", "delta", "low", "high", "family", "contrast"],
+        *["B", "p", "p_holm", "q_bh", "verdict", "evidence"],
+    ]
     theta = list(models[axes].itertuples(index=False, name=None))
     n = list(models["train_size"]) if "train_size" in models.columns else None
     n_axis = axes.index("train_size") if "train_size" in axes else None
@@ -398,7 +401,7 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
         a, b = point.loc[r["measure"], r["statistic"]], point.loc[r["versus"], r["statistic"]]
         assert same(r["delta"], a - b)
     summary = json.loads((out / "correlate.json").read_text())
-    assert summary["protocol"] == 2 and summary["bootstrap_unit"] == "configuration"
+    assert summary["protocol"] == 3 and summary["bootstrap_unit"] == "configuration"
     assert {"n_at_ceiling", "r2_spectrum_adaptive", "statement"} <= set(summary["rank_ceiling"])
 
 
@@ -420,7 +423,7 @@ def test_cli_correlate_end_to_end(tmp_path, capsys):
                     "--out",
                     str(out),
                     "--bootstrap",
-                    "100",
+                    "200",
                     "--seed",
                     "3",
                 ]
@@ -460,13 +463,13 @@ def test_cli_correlate_end_to_end(tmp_path, capsys):
 def test_correlate_api_zoo_dir_and_failures(tmp_path):
     zoo = _zoo(tmp_path)
     # --include-unconverged keeps m6; the loss gap is test - train loss
-    res = C.correlate(zoo / "zoo.csv", bootstrap=0, include_unconverged=True, gap="loss")
+    res = C.correlate(zoo / "zoo.csv", bootstrap=200, include_unconverged=True, gap="loss")
     assert "m6" in set(res.models["model"]) and len(res.skipped) == 2
     m = res.models
     assert (m["gap"] == m["test_loss"] - m["train_loss"]).all()
     (zoo / "zoo.json").write_text(json.dumps({"task": "toy", "axes": ["depth", "width"]}))
     seen = []
-    res = C.correlate(zoo, bootstrap=0, on_model=lambda i, n, name, err: seen.append(name))
+    res = C.correlate(zoo, bootstrap=200, on_model=lambda i, n, name, err: seen.append(name))
     assert res.axes == ["depth", "width"] and res.task == "toy"
     assert seen[-1] == "broken" and len(seen) == 8
     assert res.n_unconverged == 1 and len(res.skipped) == 3
@@ -474,12 +477,12 @@ def test_correlate_api_zoo_dir_and_failures(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("model,train_acc,test_acc\nnope,1,0.5\n")
     with pytest.raises(SpecboundError, match="no model"):
-        C.correlate(bad, bootstrap=0)
+        C.correlate(bad, bootstrap=200)
 
 
 def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
     zoo = _zoo(tmp_path)
-    res = C.correlate(zoo / "zoo.csv", bootstrap=60, seed=3)
+    res = C.correlate(zoo / "zoo.csv", bootstrap=200, seed=3)
     out = tmp_path / "tables"
     out.mkdir()
     written = C.write_tables(res, out)
@@ -551,7 +554,7 @@ def test_report_answer_names_best_and_failures():
     df["reversed"] = -g
     df["noise"] = rng.standard_normal(20)
     measures = ["mu", "reversed", "noise"]
-    tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=200, seed=1)
+    tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=1000, seed=1)
     corr = tabs.correlation.set_index("measure")
     assert corr.loc["mu", "verdict"].startswith("predicts the gap")
     assert "fails on axis A" in corr.loc["reversed", "verdict"]
@@ -582,7 +585,7 @@ def test_correlate_with_stub_analyzer(tmp_path):
             "distance_from_init": None,
         }
 
-    res = C.correlate(tmp_path / "m.csv", bootstrap=20, analyzer=stub)
+    res = C.correlate(tmp_path / "m.csv", bootstrap=200, analyzer=stub)
     assert res.gap == "loss" and res.axes == ["lr"]
     assert list(res.models["gap"]) == pytest.approx([0.49, 0.69, 0.88])
     assert res.skipped.to_dict("records") == [{"model": "boom", "reason": "RuntimeError: exploded"}]
@@ -608,7 +611,7 @@ def test_report_says_when_the_best_measure_contains_sample_size():
         df[best] = g
         df["noise"] = rng.standard_normal(20)
         measures = [best, "noise"]
-        tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=50, seed=1)
+        tabs = C.correlation_study(df, measures, ["A", "B"], bootstrap=200, seed=1)
         return answer_html(_two_axis_result(df, tabs, measures))
 
     html = page("norm_based_per_sqrt_n")

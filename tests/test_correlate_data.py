@@ -52,7 +52,7 @@ def cache_home(tmp_path_factory):
 
 def _correlate(args, cache_home):
     env = {"SPECBOUND_CACHE_DIR": str(cache_home)}
-    return run_cli("correlate", *args, "--bootstrap", "50", "--include-unconverged", env=env)
+    return run_cli("correlate", *args, "--bootstrap", "200", "--include-unconverged", env=env)
 
 
 @pytest.fixture(scope="module")

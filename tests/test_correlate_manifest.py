@@ -36,7 +36,7 @@ def write(tmp_path: Path, header: str, rows: list[str]) -> Path:
 def refused(path: Path, match: str, **kw) -> None:
     rec = Recorder()
     with pytest.raises(SpecboundError, match=match) as info:
-        C.correlate(path, analyzer=rec, bootstrap=kw.pop("bootstrap", 0), **kw)
+        C.correlate(path, analyzer=rec, bootstrap=kw.pop("bootstrap", 200), **kw)
     assert rec.calls == []  # nothing analyzed
     assert "\n" not in str(info.value)
 
@@ -76,7 +76,7 @@ def test_duplicate_column_up_to_whitespace(tmp_path):
 
 
 def test_own_models_csv_is_refused(tmp_path):
-    res = C.correlate(write(tmp_path, HEADER, GOOD), analyzer=Recorder(), bootstrap=0)
+    res = C.correlate(write(tmp_path, HEADER, GOOD), analyzer=Recorder(), bootstrap=200)
     out = tmp_path / "out"
     out.mkdir()
     C.write_tables(res, out)
@@ -119,26 +119,26 @@ def test_default_axes_leave_out_seed(tmp_path):
         "d,2,1,100,0.9,0.8,0.03,0.7",
     ]
     p = write(tmp_path, "model,lr,seed,train_size,train_acc,test_acc,train_loss,test_loss", rows)
-    res = C.correlate(p, analyzer=Recorder(), bootstrap=20)
+    res = C.correlate(p, analyzer=Recorder(), bootstrap=200)
     assert res.axes == ["lr"] and res.n_configurations == 2
     assert any("train_size is constant" in n for n in res.notes)
     row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
     assert math.isnan(row["tau_fixed_n"]) and row["psi_lr_groups"] == 1
     assert "sample_size_only" not in res.measures
-    res = C.correlate(p, analyzer=Recorder(), bootstrap=0, axes="lr,seed")
+    res = C.correlate(p, analyzer=Recorder(), bootstrap=200, axes="lr,seed")
     assert res.axes == ["lr", "seed"] and res.n_configurations == 4
 
 
 def test_one_configuration_and_one_model(tmp_path):
     rows = ["a,1,100,1.0,0.5,0.01,0.9", "bb,1,100,1.0,0.6,0.02,0.8"]
-    res = C.correlate(write(tmp_path, HEADER, rows), analyzer=Recorder(), bootstrap=10)
+    res = C.correlate(write(tmp_path, HEADER, rows), analyzer=Recorder(), bootstrap=200)
     assert res.axes == []
     assert any("no axes" in n for n in res.notes)
     row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
     assert math.isnan(row["psi"]) and not math.isnan(row["kendall_tau"])
     d = tmp_path / "one"
     d.mkdir()
-    res = C.correlate(write(d, HEADER, rows[:1]), analyzer=Recorder(), bootstrap=10)
+    res = C.correlate(write(d, HEADER, rows[:1]), analyzer=Recorder(), bootstrap=200)
     assert any("one model" in n for n in res.notes)
     assert math.isnan(res.correlation.loc[0, "kendall_tau"])
     assert isinstance(res.models, pd.DataFrame) and len(res.models) == 1

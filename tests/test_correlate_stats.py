@@ -113,7 +113,7 @@ def test_seeds_are_replicates_hand_t3():
 
 def test_single_valued_axis_and_constant_n_are_undefined():
     df = T3.assign(opt="adam", train_size=100)
-    tabs = T.correlation_study(df, ["mu"], ["train_size", "lr", "opt"], bootstrap=20)
+    tabs = T.correlation_study(df, ["mu"], ["train_size", "lr", "opt"], bootstrap=200)
     row = tabs.correlation.iloc[0]
     assert math.isnan(row["psi_opt"]) and row["psi_opt_groups"] == 0
     assert math.isnan(row["psi_train_size"]) and row["sign_error_opt_pairs"] == 0
@@ -154,7 +154,7 @@ def test_differences_are_paired_point_differences():
     df["num_parameters"] = df["depth"] * df["width"] ** 2
     df["sample_size_only"] = -0.5 * np.log10(df["train_size"])
     measures = ["good", "noise", "num_parameters", "sample_size_only"]
-    tabs = T.correlation_study(df, measures, ["depth", "width", "train_size"], bootstrap=300)
+    tabs = T.correlation_study(df, measures, ["depth", "width", "train_size"], bootstrap=1000)
     corr, diffs = tabs.correlation.set_index("measure"), tabs.differences
     assert list(diffs.columns) == T.DIFFERENCE_COLUMNS
     assert set(diffs["statistic"]) == set(T.INTERVAL_STATS)
@@ -183,13 +183,13 @@ def test_bootstrap_intervals_are_percentiles_of_the_reference():
     g = list(rng.standard_normal(len(theta)))
     mu = [x + y for x, y in zip(g, rng.standard_normal(len(theta)), strict=True)]
     df = pd.DataFrame(theta, columns=["A", "B", "seed"]).assign(mu=mu, gap=g)
-    tabs = T.correlation_study(df, ["mu"], ["A", "B"], bootstrap=150, seed=9)
+    tabs = T.correlation_study(df, ["mu"], ["A", "B"], bootstrap=200, seed=9)
     th = [t[:2] for t in theta]
     config = configurations(th)
     k = max(config) + 1
-    idx = np.random.default_rng(9).integers(0, k, size=(150, k))
+    idx = np.random.default_rng(9).integers(0, k, size=(200, k))
     taus, psis = [], []
-    for d in range(150):
+    for d in range(200):
         per_conf = [0] * k
         for c in idx[d]:
             per_conf[c] += 1
@@ -364,7 +364,7 @@ def test_best_other_within_fixed_n_is_not_the_measures_own_n_form():
     df["good_per_sqrt_n"] = df["good"] - 0.5 * np.log10(df["train_size"])
     df["other"] = df["gap"] + 0.05 * rng.standard_normal(len(df))
     tabs = T.correlation_study(
-        df, ["good", "good_per_sqrt_n", "other"], ["depth", "width", "train_size"], bootstrap=50
+        df, ["good", "good_per_sqrt_n", "other"], ["depth", "width", "train_size"], bootstrap=200
     )
     d = tabs.differences
     for stat in ("tau_fixed_n", "psi_fixed_n"):

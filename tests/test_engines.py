@@ -181,7 +181,7 @@ def test_correlate_through_a_thread_engine_equals_local(zoo: list[str], tmp_path
         rows.append(f"{m},{L},{N},1.0,{0.5 + 0.1 * i},true")
     manifest = tmp_path / "zoo.csv"
     manifest.write_text("\n".join(rows) + "\n")
-    kw: dict[str, Any] = {"bootstrap": 20, "seed": 1, "cache": False}
+    kw: dict[str, Any] = {"bootstrap": 200, "seed": 1, "cache": False}
     eng = ThreadEngine()
     a = correlate(manifest, engine=eng, **kw)
     assert eng.threads  # the models were analyzed on the engine's threads

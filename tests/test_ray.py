@@ -478,7 +478,7 @@ def test_correlate_under_ray_equals_local(cluster, zoo6, tmp_path) -> None:
         rows.append(f"{m},{L},{N},1.0,{0.5 + 0.07 * i},{'false' if i == 5 else 'true'}")
     manifest = tmp_path / "zoo.csv"
     manifest.write_text("\n".join(rows) + "\n")
-    kw = {"bootstrap": 20, "seed": 1, "cache": False}
+    kw = {"bootstrap": 200, "seed": 1, "cache": False}
     a = correlate(manifest, engine=get_engine("ray", RayOptions(address=cluster)), **kw)
     b = correlate(manifest, **kw)
     pd.testing.assert_frame_equal(a.models, b.models, check_exact=True)

@@ -207,7 +207,7 @@ def _hostile_correlation(axis: str = HOSTILE, value: str = HOSTILE) -> object:
     m["init"] = ["/zoo/init/" + HOSTILE] * len(m)
     measures = ["spectrum_adaptive", HOSTILE]
     axes = ["depth", "width", axis]
-    t = correlation_study(m, measures, axes, bootstrap=50, seed=0)
+    t = correlation_study(m, measures, axes, bootstrap=200, seed=0)
     return C.Correlation(
         m,
         t.correlation,
@@ -217,7 +217,7 @@ def _hostile_correlation(axis: str = HOSTILE, value: str = HOSTILE) -> object:
         task=HOSTILE,
         manifest=HOSTILE,
         n_listed=len(m) + 1,
-        bootstrap=50,
+        bootstrap=200,
         notes=[HOSTILE],
         differences=t.differences,
         rank_ceiling=rank_ceiling(m),

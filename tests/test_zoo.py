@@ -358,7 +358,7 @@ def test_tiny_zoo_then_correlate(tiny_zoo, tmp_path):
         str(out),
         "--include-unconverged",
         "--bootstrap",
-        "50",
+        "200",
         "--seed",
         "1",
     )

@@ -54,6 +54,8 @@ class Zoo:
     table: pd.DataFrame
     axes: list[str]
     task: str | None = None
+    #: zoo.json's grid (axis -> values, seed included), None for a bare manifest.
+    grid: dict[str, list[Any]] | None = None
 
 
 def parse_axes(axes: str | Sequence[str] | None) -> list[str] | None:
@@ -187,7 +189,10 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
     if len(set(chosen)) != len(chosen):
         raise ManifestError(f"--axes names an axis twice: {','.join(chosen)}")
     task = meta.get("task")
-    return Zoo(manifest, table, chosen, None if task is None else str(task))
+    grid = meta.get("grid")
+    if not (isinstance(grid, dict) and all(isinstance(v, list) and v for v in grid.values())):
+        grid = None
+    return Zoo(manifest, table, chosen, None if task is None else str(task), grid)
 
 
 def resolve_entry(entry: str, base: Path) -> str:

@@ -104,3 +104,75 @@ def cmi(mu: np.ndarray, g: np.ndarray, codes: np.ndarray) -> tuple[float, tuple[
         if not math.isnan(val) and (best_s is None or val < best - 1e-12):
             best, best_s = val, s
     return best, best_s
+
+
+#: Ordered pairs of models beyond which the CMI bootstrap is left out (its interval undefined).
+CMI_MAX_PAIRS = 1 << 22
+
+
+def _cmi_batch(counts: np.ndarray) -> np.ndarray:
+    """``_cmi_of_counts`` for every row of ``counts`` (draws x cells x 2 x 2)."""
+    n_u = counts.sum(axis=(2, 3))
+    tot = n_u.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_u = np.where(tot[:, None] > 0, n_u / tot[:, None], 0.0)
+        joint = np.where(n_u[..., None, None] > 0, counts / n_u[..., None, None], 0.0)
+        pm = joint.sum(axis=3, keepdims=True)
+        pg = joint.sum(axis=2, keepdims=True)
+        terms = np.where(joint > 0, joint * np.log2(joint / (pm * pg)), 0.0)
+        hg = np.where(pg > 0, -pg * np.log2(pg), 0.0).sum(axis=(2, 3))
+    info = np.maximum(terms.sum(axis=(2, 3)), 0.0)
+    den = (p_u * hg).sum(axis=1)
+    num = (p_u * info).sum(axis=1)
+    out = np.full(counts.shape[0], np.nan)
+    ok = den > 1e-15
+    out[ok] = num[ok] / den[ok]
+    return out
+
+
+def cmi_draws(mu: np.ndarray, g: np.ndarray, codes: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The minimum CMI over |S| <= 2 on each resample (row of ``w``: model weights, draws x
+    models): an ordered pair of distinct models counts w_a w_b (the resample as a list of
+    copies; copies of one model have dg = 0 and never pair). With ``w = 1`` this is
+    :func:`cmi`'s value. NaN where undefined, and everywhere for more than
+    ``CMI_MAX_PAIRS`` ordered pairs."""
+    from scipy.sparse import csr_matrix
+
+    mu = np.asarray(mu, dtype=float)
+    g = np.asarray(g, dtype=float)
+    w = np.atleast_2d(np.asarray(w, dtype=float))
+    codes = as_codes(codes, len(mu))
+    rows, n = w.shape[0], mu.size
+    out = np.full(rows, np.nan)
+    if n < 2 or rows == 0 or n * n > CMI_MAX_PAIRS:
+        return out
+    ia, ib = np.nonzero(g[:, None] - g[None, :] != 0)
+    if ia.size == 0:
+        return out
+    v = 2 * (mu[ia] > mu[ib]).astype(np.int64) + (g[ia] > g[ib]).astype(np.int64)
+    mats = []
+    for s in axis_subsets(codes.shape[1]):
+        c = row_ids(codes[:, list(s)])
+        k = int(c.max()) + 1 if c.size else 1
+        if 4 * k * k > CMI_MAX_CELLS:
+            continue
+        cells, inv = np.unique(c[ia] * k + c[ib], return_inverse=True)
+        key = np.asarray(inv).reshape(-1) * 4 + v
+        mats.append(
+            csr_matrix(
+                (np.ones(ia.size), (key, np.arange(ia.size))), shape=(4 * cells.size, ia.size)
+            )
+        )
+    vals = np.full((len(mats), rows), np.nan)
+    step = max(1, PAIR_BLOCK // ia.size)
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        pw = w[r0:r1, ia] * w[r0:r1, ib]  # draws x pairs
+        for j, mat in enumerate(mats):
+            cnt = np.asarray(mat @ pw.T).T  # draws x (4 cells)
+            vals[j, r0:r1] = _cmi_batch(cnt.reshape(r1 - r0, -1, 2, 2))
+    if not mats:
+        return out
+    defined = np.isfinite(vals).any(axis=0)
+    out[defined] = np.nanmin(vals[:, defined], axis=0)
+    return out

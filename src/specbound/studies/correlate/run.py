@@ -1,6 +1,6 @@
 """The correlate driver: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
 
-Output schema (protocol v2; what ``write_tables`` writes and the report and terminal render):
+Output schema (protocol v3; what ``write_tables`` writes and the report and terminal render):
 
 ``models.csv``: one row per analyzed model, columns in order
     ``model``, the axes, the other manifest columns, ``gap``, ``converged``, the measures
@@ -13,24 +13,37 @@ Output schema (protocol v2; what ``write_tables`` writes and the report and term
     ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
     psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then
     ``tau_fixed_n, tau_fixed_n_low, tau_fixed_n_high, psi_fixed_n, psi_fixed_n_low,
-    psi_fixed_n_high, cmi, cmi_axes, sign_error``, per axis a ``sign_error_<a>,
+    psi_fixed_n_high, cmi, cmi_low, cmi_high, cmi_axes, sign_error``, per axis a ``sign_error_<a>,
     sign_error_<a>_low, sign_error_<a>_high, sign_error_<a>_pairs``, then
     ``sign_error_robust`` (empty when no axis has >= 10 pairs), ``sign_error_robust_axis``
     (the axis, or the words ``too few pairs``), ``verdict`` (SPEC 10's words: "predicts the
     gap (...)", "ranks the gap the wrong way (...)", "fails on axis a (...)" joined by "; ",
-    or "undetermined: ..." with the counts). ``cmi_axes``: the S attaining the minimum, axes
+    or "undetermined: ..." with the counts; "insufficient evidence: ..." with fewer than 8
+    configurations or 1000 draws; the grid's configurations without a usable model named
+    after it). ``cmi_axes``: the S attaining the minimum, axes
     joined by "+", ``(none)`` for the empty set. Undefined numbers are empty cells.
-``differences.csv``: ``measure, versus, statistic, delta, low, high``; ``statistic`` is one of
-    ``kendall_tau, psi, tau_fixed_n, psi_fixed_n``; ``versus`` each of ``sample_size_only``,
-    ``num_parameters``, ``num_parameters_per_sqrt_n`` present and the best other measure by
-    that statistic (once); delta = point(measure) - point(versus), [low, high] the paired
-    bootstrap interval. "better" only when low > 0 (``table.better_word``).
+``differences.csv``: ``measure, versus, statistic, delta, low, high, family, contrast, B, p,
+    p_holm, q_bh, verdict, evidence``. First the primary rows (``family`` primary,
+    ``contrast`` P1/P2/P3: spectrum_adaptive - norm_based, spectrum_adaptive -
+    num_parameters, norm_based - num_parameters on ``tau_fixed_n`` when n takes >= 2 values,
+    else ``kendall_tau``; max(bootstrap, 10000) draws from the same seed), then the
+    exploratory ones: ``statistic`` each of ``kendall_tau, psi, tau_fixed_n, psi_fixed_n``;
+    ``versus`` each of ``sample_size_only``, ``num_parameters``, ``num_parameters_per_sqrt_n``
+    present and the best other measure by that statistic (once). delta = point(measure) -
+    point(versus), [low, high] the paired bootstrap interval, ``B`` the draws where the
+    difference is defined, ``p`` its bootstrap p-value, ``p_holm`` (primary rows: Holm over
+    them) or ``q_bh`` (exploratory rows: Benjamini-Hochberg over them), ``verdict`` one of
+    ``verdicts.VERDICTS`` and ``evidence`` the counts beside it (``table.with_verdicts``).
 ``skipped.csv``: ``model, reason``.
-``correlate.json``: ``protocol`` (2), ``manifest, task, gap, axes, measures, n_listed,
+``correlate.json``: ``protocol`` (3), ``manifest, task, gap, axes, measures, n_listed,
     n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
     bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
     interval_statistics``, ``rank_ceiling`` (object: ``threshold, n_models, n_at_ceiling,
-    median_ceiling_gap, cells, n_cells, r2_spectrum_adaptive, r2_norm_based, statement``) and
+    median_ceiling_gap, cells, n_cells, r2_spectrum_adaptive, r2_norm_based, statement``),
+    ``primary_statistic, primary_bootstrap, primary_contrasts, alpha, min_configurations,
+    min_bootstrap_verdict, missing`` (the number of the grid's configurations without a usable
+    model: missing, skipped or unconverged; 0 without a zoo.json grid),
+    ``missing_configurations`` (their names, ``axis=value`` joined by spaces) and
     ``notes`` (one line each: defaults taken, statistics left undefined and why).
 
 Labels (axis names and values, measure names) are user text: draw them as plain text (no TeX)
@@ -52,6 +65,7 @@ from ...errors import SpecboundError, one_line_reason
 from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
 from . import manifest as M
 from . import table as T
+from . import verdicts as V
 from .ceiling import CEILING_COLUMNS, diagnostics_of, rank_ceiling
 
 if TYPE_CHECKING:
@@ -139,11 +153,27 @@ class Correlation:
     rank_ceiling: dict[str, Any] = field(default_factory=dict)
     n_configurations: int = 0
     level: float = 0.95
+    #: The grid's configurations without a usable model (zoo.json's grid), named.
+    missing: list[str] = field(default_factory=list)
+    primary_statistic: str = "kendall_tau"
+    primary_bootstrap: int = 0
+
+    @property
+    def primary(self) -> pd.DataFrame | None:
+        """The primary rows of ``differences`` (P1-P3), with p, p_holm and verdict."""
+        d = self.differences
+        return None if d is None else d[d["family"] == V.PRIMARY].reset_index(drop=True)
+
+    @property
+    def exploratory(self) -> pd.DataFrame | None:
+        """The exploratory rows of ``differences``, with p, q_bh and verdict."""
+        d = self.differences
+        return None if d is None else d[d["family"] == V.EXPLORATORY].reset_index(drop=True)
 
     def summary(self) -> dict[str, Any]:
         """The content of correlate.json (module doc)."""
         return {
-            "protocol": 2,
+            "protocol": 3,
             "manifest": self.manifest,
             "task": self.task,
             "gap": self.gap,
@@ -163,6 +193,14 @@ class Correlation:
             "baselines": [b for b in T.BASELINES if b in self.measures],
             "interval_statistics": list(T.INTERVAL_STATS),
             "rank_ceiling": dict(self.rank_ceiling),
+            "primary_statistic": self.primary_statistic,
+            "primary_bootstrap": self.primary_bootstrap,
+            "primary_contrasts": {c: f"{a} - {b}" for c, a, b in V.PRIMARY_CONTRASTS},
+            "alpha": V.ALPHA,
+            "min_configurations": V.MIN_CONFIGURATIONS,
+            "min_bootstrap_verdict": V.MIN_VERDICT_BOOTSTRAP,
+            "missing": len(self.missing),
+            "missing_configurations": list(self.missing),
             "notes": list(self.notes),
         }
 
@@ -292,6 +330,39 @@ def _add_data_measures(
     return list(cols.names), cols.notes
 
 
+def _grid_key(v: Any) -> Any:
+    """An axis value as grid and table both spell it (numbers as floats, else stripped text)."""
+    if isinstance(v, bool):
+        return str(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v).strip()
+    return f if math.isfinite(f) else str(v).strip()
+
+
+def missing_configurations(grid: dict[str, list[Any]] | None, models: pd.DataFrame) -> list[str]:
+    """The configurations of a zoo's factorial grid (zoo.json's ``grid``, seed left out: seeds
+    are replicates) that no model of ``models`` (the usable ones) has, each named
+    ``axis=value ...`` over the grid's axes with >= 2 values; [] without a grid or when one of
+    those axes is not a column."""
+    import itertools
+
+    if not grid:
+        return []
+    axes = [a for a, vals in grid.items() if a != "seed" and len(vals) >= 2]
+    if not axes or any(a not in models.columns for a in axes):
+        return []
+    present = {
+        tuple(_grid_key(v) for v in row) for row in models[axes].itertuples(index=False, name=None)
+    }
+    out = []
+    for combo in itertools.product(*(grid[a] for a in axes)):
+        if tuple(_grid_key(v) for v in combo) not in present:
+            out.append(" ".join(f"{a}={v}" for a, v in zip(axes, combo, strict=True)))
+    return out
+
+
 def _engine(engine: Any, options: Any) -> Engine:
     from ...engines import get_engine
 
@@ -330,7 +401,8 @@ def correlate(
     ``zoo``: a manifest CSV, a ``zoo train`` directory or a ``Zoo``. ``gap``: ``accuracy``
     (train - test accuracy) or ``loss`` (test - train loss); by default accuracy when the
     manifest has both accuracies, else loss. Every input check (manifest values, ``bootstrap``
-    in 0..100000, ``seed`` >= 0, the engine and its options) runs before the first model is
+    in 200..100000 (protocol v3: fewer draws are refused; verdict words need >= 1000),
+    ``seed`` >= 0, the engine and its options) runs before the first model is
     analyzed. Models that fail to load or analyze are listed in ``skipped`` with the reason;
     so are unconverged models (unless ``include_unconverged``) and models without the gap's
     metrics. ``on_model(done, n, name, error)`` after each model. ``analyzer(path, init, cache,
@@ -349,14 +421,14 @@ def correlate(
 
     from ...engines.sweep import analyze_models
 
-    bootstrap, seed = T.check_bootstrap(bootstrap, seed)
+    bootstrap, seed = T.check_bootstrap(bootstrap, seed, allow_none=False)
     from ...validation import check_int
 
     data_workers = check_int(data_workers, "data_workers", min=1, max=1024)
     level = T.check_level(level)
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
     if isinstance(zoo, M.Zoo) and axes is not None:
-        z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task)
+        z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task, z.grid)
     names, forms = measure_registry()
     data_cols: list[str] = []
     if data_measures:
@@ -378,7 +450,11 @@ def correlate(
     )
     p = plan(z, g, converged, include_unconverged, kind)
     codes = T.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
-    T.check_size(len(p.jobs), int(np.unique(T.S.row_ids(codes)).size), bootstrap)
+    T.check_size(
+        len(p.jobs),
+        int(np.unique(T.S.row_ids(codes)).size),
+        max(bootstrap, V.PRIMARY_BOOTSTRAP),
+    )
     eng = _engine(engine, engine_options)
     total = len(table)
     done = 0
@@ -449,8 +525,9 @@ def correlate(
         if c not in front and c not in measures and c not in ("gap", "converged")
     ]
     models = models[front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS)]
+    missing = missing_configurations(z.grid, models)
     tables = T.correlation_study(
-        models, measures, z.axes, bootstrap=bootstrap, seed=seed, level=level
+        models, measures, z.axes, bootstrap=bootstrap, seed=seed, level=level, missing=missing
     )
     notes = []
     if axes is None and not isinstance(zoo, M.Zoo):
@@ -461,6 +538,11 @@ def correlate(
     if "converged" not in table.columns:
         notes.append("the manifest has no 'converged' column: every model counts as converged")
     notes += data_notes
+    if missing:
+        notes.append(
+            f"{len(missing)} configurations of the grid have no usable model (missing, skipped "
+            f"or unconverged); they are named beside every verdict"
+        )
     notes += tables.notes
     ceiling = rank_ceiling(models)
     return Correlation(
@@ -482,4 +564,7 @@ def correlate(
         ceiling,
         tables.n_configurations,
         level,
+        missing,
+        tables.primary_statistic,
+        tables.primary_bootstrap,
     )

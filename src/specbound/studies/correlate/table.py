@@ -1,4 +1,4 @@
-"""correlation.csv and differences.csv from the models table (SPEC 10, protocol v2).
+"""correlation.csv and differences.csv from the models table (SPEC 10, protocol v3).
 
 ``correlation_study(models, measures, axes)`` evaluates every measure over the models where it
 and the gap are finite: the point statistics of :mod:`.stats`, and 95% percentile intervals over
@@ -7,6 +7,17 @@ drawn once (``seed``) and shared by every measure, so differences between measur
 Every interval holds its own point estimate (widened to it where the percentiles miss it).
 A draw where a statistic is undefined is left out of that statistic's interval (and of every
 difference involving it).
+
+Protocol v3 (``verdicts``): every difference carries its bootstrap p-value over the ``B``
+paired draws where it is defined, ``family`` (``primary`` for the contrasts P1-P3 of
+``verdicts.PRIMARY_CONTRASTS`` on ``tau_fixed_n`` when n takes >= 2 values, else on
+``kendall_tau``, drawn again with max(bootstrap, 10000) draws from the same seed; else
+``exploratory``), ``p_holm`` (Holm over the primary rows), ``q_bh`` (Benjamini-Hochberg over the
+exploratory rows), ``verdict`` (one of ``verdicts.VERDICTS``) and ``evidence`` (the counts beside
+it, and the grid's configurations without a usable model, named). A comparison with a measure
+that cannot see what the statistic measures (constant on every group of an axis, for Psi; constant
+within every value of n, for the fixed-n statistics; constant on every model, for tau; or the two
+forms of one measure at fixed n) is "not comparable", never a win.
 """
 
 from __future__ import annotations
@@ -20,7 +31,8 @@ import numpy as np
 
 from ...errors import SpecboundError
 from . import stats as S
-from .mutual_info import cmi
+from . import verdicts as V
+from .mutual_info import cmi, cmi_draws
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,7 +44,22 @@ INTERVAL_STATS = ("kendall_tau", "psi", "tau_fixed_n", "psi_fixed_n")
 BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
 #: The suffix of the bound forms log10 B - 1/2 log10 n.
 PER_SQRT_N = "_per_sqrt_n"
-DIFFERENCE_COLUMNS = ["measure", "versus", "statistic", "delta", "low", "high"]
+DIFFERENCE_COLUMNS = [
+    "measure",
+    "versus",
+    "statistic",
+    "delta",
+    "low",
+    "high",
+    "family",
+    "contrast",
+    "B",
+    "p",
+    "p_holm",
+    "q_bh",
+    "verdict",
+    "evidence",
+]
 #: ``bootstrap`` beyond this is refused (memory and time grow linearly with it).
 MAX_BOOTSTRAP = 100_000
 N_COLUMN = "train_size"
@@ -69,7 +96,7 @@ def correlation_columns(axes: Sequence[str]) -> list[str]:
         cols += [f"psi_{a}", f"psi_{a}_groups", f"psi_{a}_pairs"]
     for st in ("tau_fixed_n", "psi_fixed_n"):
         cols += [st, f"{st}_low", f"{st}_high"]
-    cols += ["cmi", "cmi_axes", "sign_error"]
+    cols += ["cmi", "cmi_low", "cmi_high", "cmi_axes", "sign_error"]
     for a in axes:
         cols += [f"sign_error_{a}", f"sign_error_{a}_low", f"sign_error_{a}_high"]
         cols += [f"sign_error_{a}_pairs"]
@@ -88,11 +115,15 @@ def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def check_bootstrap(bootstrap: Any, seed: Any) -> tuple[int, int]:
-    """``bootstrap`` in 0..MAX_BOOTSTRAP and ``seed`` >= 0, as ints (one-line errors)."""
+def check_bootstrap(bootstrap: Any, seed: Any, *, allow_none: bool = True) -> tuple[int, int]:
+    """``bootstrap`` and ``seed`` >= 0 as ints (one-line errors): ``bootstrap`` is 0 (no
+    intervals: point estimates only, when ``allow_none``) or in MIN_BOOTSTRAP..MAX_BOOTSTRAP
+    (protocol v3 refuses fewer than 200 draws)."""
     from ...validation import check_int
 
     b = check_int(bootstrap, "bootstrap", min=0, max=MAX_BOOTSTRAP)
+    if b != 0 or not allow_none:
+        V.check_bootstrap(b)
     s = check_int(seed, "seed", min=0)
     return b, s
 
@@ -127,17 +158,49 @@ def _fmt(v: float) -> str:
     return "undefined" if v != v else f"{v:.2f}"
 
 
-def verdict(row: dict[str, Any], axes: Sequence[str]) -> str:
+def missing_clause(missing: Sequence[str]) -> str:
+    """``"; missing 2 of the grid: a, b"`` for configurations of the grid without a usable
+    model, "" when none is missing."""
+    if not missing:
+        return ""
+    return f"; missing {len(missing)} of the grid: {', '.join(missing)}"
+
+
+def verdict(
+    row: dict[str, Any],
+    axes: Sequence[str],
+    *,
+    bootstrap: int | None = None,
+    n_strata_ok: int | None = None,
+    missing: Sequence[str] = (),
+) -> str:
     """SPEC 10's verdict words from a correlation row.
 
     "predicts the gap" needs a tau or tau_fixed_n interval above 0 ("ranks the gap the wrong
     way" when one lies below 0); "fails on axis i" needs >= MIN_SIGN_PAIRS pairs on i and a
-    sign-error interval above 0.5; otherwise "undetermined" with the counts.
+    sign-error interval above 0.5; otherwise "undetermined" with the counts. With
+    ``bootstrap`` (protocol v3's minimum evidence), any verdict word needs >= 8 configurations
+    and ``bootstrap`` >= 1000 ("insufficient evidence: ..." with the counts otherwise), and a
+    tau_fixed_n claim needs ``n_strata_ok`` >= 2 strata of n with >= 3 configurations.
+    ``missing``: the grid's configurations without a usable model, named after the words.
     """
     if not row.get("n_models"):
         return "undefined: no model has a value of this measure"
+    tail = missing_clause(missing)
+    counts = f"{row['n_models']} models in {row['n_configurations']} configurations"
+    if bootstrap is not None:
+        lacks = V.insufficient(
+            bootstrap=bootstrap,
+            n_configurations=int(row.get("n_configurations") or 0),
+            statistic="kendall_tau",
+        )
+        if lacks:
+            return f"{V.INSUFFICIENT}: {', '.join(lacks)} ({counts}){tail}"
     words = []
-    for st, name in (("kendall_tau", "tau"), ("tau_fixed_n", "tau_n")):
+    stats_ = [("kendall_tau", "tau")]
+    if bootstrap is None or (n_strata_ok or 0) >= V.MIN_STRATA:
+        stats_.append(("tau_fixed_n", "tau_n"))
+    for st, name in stats_:
         lo, hi = row.get(f"{st}_low", math.nan), row.get(f"{st}_high", math.nan)
         if lo > 0:
             words.append(f"predicts the gap ({name} interval [{_fmt(lo)}, {_fmt(hi)}] above 0)")
@@ -157,17 +220,18 @@ def verdict(row: dict[str, Any], axes: Sequence[str]) -> str:
                 f"over {int(pairs)} pairs)"
             )
     if words:
-        return "; ".join(words)
+        return "; ".join(words) + tail
     pairs = sum(int(row.get(f"sign_error_{a}_pairs", 0) or 0) for a in axes)
     return (
         f"undetermined: tau interval [{_fmt(row.get('kendall_tau_low', math.nan))}, "
-        f"{_fmt(row.get('kendall_tau_high', math.nan))}] over {row['n_models']} models in "
-        f"{row['n_configurations']} configurations; {pairs} one-axis pairs"
+        f"{_fmt(row.get('kendall_tau_high', math.nan))}] over {counts}; {pairs} one-axis pairs"
+        + tail
     )
 
 
 def better_word(low: float, high: float) -> str:
-    """ "better" / "worse" only when the difference's interval excludes 0, else "not shown"."""
+    """ "better" / "worse" only when the difference's interval excludes 0, else "not shown"
+    (protocol v2's rule; differences.csv's ``verdict`` column is protocol v3's)."""
     if low > 0:
         return "better"
     if high < 0:
@@ -183,6 +247,66 @@ class Tables:
     differences: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     n_configurations: int = 0
+    primary_statistic: str = "kendall_tau"
+    primary_bootstrap: int = 0
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Measure:
+    """What the verdicts need of one measure beside its draws: its configurations, its strata
+    of n with >= 3 configurations, and per statistic why it cannot see what the statistic
+    measures ("" when it can)."""
+
+    n_configurations: int
+    n_strata_ok: int
+    blind: dict[str, str]
+
+
+def _blind(mu: np.ndarray, design: S.Design, axes: Sequence[str]) -> dict[str, str]:
+    """Per statistic of ``INTERVAL_STATS``: why ``mu`` is blind to it, or ""."""
+
+    def constant(groups: Sequence[np.ndarray]) -> bool:
+        sized = [grp for grp in groups if grp.size >= 2]
+        return bool(sized) and all(np.unique(mu[grp]).size == 1 for grp in sized)
+
+    out = {st: "" for st in INTERVAL_STATS}
+    if mu.size >= 2 and np.unique(mu).size == 1:
+        out["kendall_tau"] = "constant on every model"
+    if design.strata is not None and constant(design.strata):
+        out["tau_fixed_n"] = "constant within every value of n"
+    for st in ("psi", "psi_fixed_n"):
+        for a, groups in enumerate(design.groups):
+            if st == "psi_fixed_n" and a == design.n_axis:
+                continue
+            if constant(groups):
+                out[st] = f"constant on every group of axis {axes[a]}"
+                break
+    return out
+
+
+def _strata_ok(design: S.Design) -> int:
+    if design.strata is None:
+        return 0
+    return sum(
+        int(np.unique(design.config[idx]).size >= V.MIN_STRATUM_CONFIGURATIONS)
+        for idx in design.strata
+    )
+
+
+def _boot(
+    mu: np.ndarray,
+    g: np.ndarray,
+    design: S.Design,
+    counts: np.ndarray,
+    cfg: np.ndarray,
+    n_conf: int,
+) -> list[S.Stats]:
+    """The statistics on every resample of ``counts`` (draws x configurations), in chunks."""
+    return [
+        S.statistics(mu, g, design, counts[c][:, cfg], within=1.0 - 1.0 / n_conf)
+        for c in S.draw_chunks(mu.size, counts.shape[0])
+    ]
 
 
 def correlation_study(
@@ -194,11 +318,17 @@ def correlation_study(
     bootstrap: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    missing: Sequence[str] = (),
 ) -> Tables:
-    """Every measure's row of correlation.csv and its differences (module doc)."""
+    """Every measure's row of correlation.csv and its differences (module doc).
+
+    ``bootstrap``: 0 (point estimates only: no intervals, no p-values, every verdict
+    "insufficient evidence") or 200..MAX_BOOTSTRAP. ``missing``: the grid's configurations
+    without a usable model, named beside every verdict."""
     import pandas as pd
 
     axes = list(axes)
+    missing = [str(m) for m in missing]
     for c in [gap, *axes, *measures]:
         if c not in models.columns:
             raise SpecboundError(f"the models table has no column '{c}'")
@@ -215,10 +345,17 @@ def correlation_study(
     n_axis = None if size is None else axes.index(size)
     config_all = S.row_ids(codes_all)
     n_conf = int(np.unique(config_all).size)
-    check_size(len(models), n_conf, bootstrap)
+    n_sizes = 0 if n_all is None else int(np.unique(n_all[np.isfinite(n_all)]).size)
+    pstat = V.primary_statistic(n_sizes)
+    primary_names = [
+        m for c in V.PRIMARY_CONTRASTS if c[1] in measures and c[2] in measures for m in c[1:]
+    ]
+    p_boot = max(bootstrap, V.PRIMARY_BOOTSTRAP) if bootstrap > 0 and primary_names else 0
+    check_size(len(models), n_conf, max(bootstrap, p_boot))
     counts = S.bootstrap_config_counts(n_conf, bootstrap, seed) if bootstrap > 0 else None
+    p_counts = S.bootstrap_config_counts(n_conf, p_boot, seed) if p_boot > 0 else None
     designs: dict[bytes, S.Design] = {}
-    rows, draws = [], {}
+    rows, draws, p_draws, info = [], {}, {}, {}
     for name in measures:
         mu_all = pd.to_numeric(models[name], errors="coerce").to_numpy(float)
         ok = np.isfinite(mu_all) & np.isfinite(g_all)
@@ -232,23 +369,28 @@ def correlation_study(
         m = int(ok.sum())
         point = S.statistics(mu, g, design, np.ones((1, m)))
         boot: dict[str, np.ndarray] = {}
+        cfg = config_all[ok]
+        cmi_lo = cmi_hi = math.nan
+        cmi_min, cs = cmi(mu, g, codes_all[ok]) if m > 0 else (math.nan, None)
         if counts is not None and m > 0:
-            cfg = config_all[ok]
-            parts = [
-                S.statistics(mu, g, design, counts[c][:, cfg], within=1.0 - 1.0 / n_conf)
-                for c in S.draw_chunks(m, bootstrap)
-            ]
+            parts = _boot(mu, g, design, counts, cfg, n_conf)
             for st in INTERVAL_STATS:
                 boot[st] = np.concatenate([getattr(p, st) for p in parts])
             for i, a in enumerate(axes):
                 boot[f"sign_error_{a}"] = np.concatenate([p.sign_axes[i] for p in parts])
+            cmi_lo, cmi_hi = S.percentile_interval(
+                cmi_draws(mu, g, codes_all[ok], counts[:, cfg]), level, cmi_min
+            )
+        if p_counts is not None and m > 0 and name in primary_names:
+            parts = _boot(mu, g, design, p_counts, cfg, n_conf)
+            p_draws[name] = np.concatenate([getattr(p, pstat) for p in parts])
         draws[name] = boot
-        cmi_min, cs = cmi(mu, g, codes_all[ok]) if m > 0 else (math.nan, None)
         row: dict[str, Any] = {
             "measure": name,
             "n_models": m,
             "n_configurations": int(np.unique(config_all[ok]).size),
         }
+        info[name] = _Measure(row["n_configurations"], _strata_ok(design), _blind(mu, design, axes))
         for st in INTERVAL_STATS:
             row[st] = float(getattr(point, st)[0])
             lo, hi = (
@@ -269,6 +411,7 @@ def correlation_study(
             row[f"sign_error_{a}_low"], row[f"sign_error_{a}_high"] = lo, hi
             row[f"sign_error_{a}_pairs"] = int(point.sign_pairs[i][0])
         row["cmi"] = cmi_min
+        row["cmi_low"], row["cmi_high"] = cmi_lo, cmi_hi
         row["cmi_axes"] = None if cs is None else "+".join(axes[i] for i in cs) if cs else EMPTY_SET
         row["sign_error"] = float(point.sign_error[0])
         robust, raxis = S.robust_sign_error(
@@ -276,12 +419,20 @@ def correlation_study(
         )
         row["sign_error_robust"] = robust
         row["sign_error_robust_axis"] = S.TOO_FEW_PAIRS if raxis is None else axes[raxis]
-        row["verdict"] = verdict(row, axes)
+        row["verdict"] = verdict(
+            row,
+            axes,
+            bootstrap=bootstrap,
+            n_strata_ok=info[name].n_strata_ok,
+            missing=missing,
+        )
         rows.append(row)
     corr = pd.DataFrame(rows, columns=correlation_columns(axes))
-    diffs = differences(corr, draws, level)
+    expl = differences(corr, draws, level)
+    prim = primary_differences(corr, p_draws, pstat, level, measures)
+    diffs = with_verdicts(prim, expl, info, bootstrap, p_boot, missing)
     notes = degenerate_notes(models, axes, n_all, config_all, bootstrap, corr)
-    return Tables(corr, diffs, notes, int(np.unique(config_all).size))
+    return Tables(corr, diffs, notes, n_conf, pstat, p_boot, missing)
 
 
 def correlation_table(
@@ -314,17 +465,35 @@ def _same_ranking(
     )
 
 
+def _twin(name: str) -> str:
+    return name.removesuffix(PER_SQRT_N) if name.endswith(PER_SQRT_N) else name + PER_SQRT_N
+
+
+def _paired(
+    delta: float, a: np.ndarray | None, b: np.ndarray | None, level: float
+) -> tuple[float, float, int, float]:
+    """(low, high, B, p) of a paired difference: its interval (widened to hold ``delta``), the
+    number of draws where it is defined and its bootstrap p-value (NaN without draws)."""
+    if a is None or b is None or math.isnan(delta):
+        return math.nan, math.nan, 0, math.nan
+    d = a - b
+    lo, hi = S.percentile_interval(d, level, delta)
+    return lo, hi, int(np.isfinite(d).sum()), V.bootstrap_p(d)
+
+
 def differences(
     corr: pd.DataFrame, draws: dict[str, dict[str, np.ndarray]], level: float = 0.95
 ) -> pd.DataFrame:
-    """differences.csv: for every measure and statistic of ``INTERVAL_STATS``, delta = the
-    measure's point estimate - the other's, with the percentile interval of the paired
-    per-draw differences (widened to hold delta), against each baseline of ``BASELINES``
-    present and the best other measure (the largest point estimate of that statistic among the
-    others; for the fixed-n statistics the measure's own ``_per_sqrt_n`` form, or its raw form,
-    is not an other: inside a stratum of equal n the two are the same ranking; nor is a measure
-    whose point estimate and bootstrap draws equal this one's, such as both forms when n is
-    constant)."""
+    """The exploratory rows of differences.csv: for every measure and statistic of
+    ``INTERVAL_STATS``, delta = the measure's point estimate - the other's, with the percentile
+    interval of the paired per-draw differences (widened to hold delta), the number ``B`` of
+    draws where the difference is defined and its bootstrap ``p``, against each baseline of
+    ``BASELINES`` present and the best other measure (the largest point estimate of that
+    statistic among the others; for the fixed-n statistics the measure's own ``_per_sqrt_n``
+    form, or its raw form, is not an other: inside a stratum of equal n the two are the same
+    ranking; nor is a measure whose point estimate and bootstrap draws equal this one's, such
+    as both forms when n is constant). ``family`` is ``exploratory``; the adjusted figures and
+    verdicts come from :func:`with_verdicts`."""
     import pandas as pd
 
     names = list(corr["measure"])
@@ -335,7 +504,7 @@ def differences(
             others = [o for o in names if o != name]
             versus = [b for b in BASELINES if b in others]
             vals = {o: float(point.loc[o, st]) for o in others}
-            twin = name.removesuffix(PER_SQRT_N) if name.endswith(PER_SQRT_N) else name + PER_SQRT_N
+            twin = _twin(name)
             candidates = [
                 o
                 for o in others
@@ -349,12 +518,131 @@ def differences(
                     versus.append(best)
             for o in versus:
                 delta = float(point.loc[name, st]) - vals[o]
-                a, b = draws.get(name, {}).get(st), draws.get(o, {}).get(st)
-                lo = hi = math.nan
-                if a is not None and b is not None and not math.isnan(delta):
-                    lo, hi = S.percentile_interval(a - b, level, delta)
-                rows.append([name, o, st, delta, lo, hi])
-    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+                lo, hi, b, p = _paired(
+                    delta, draws.get(name, {}).get(st), draws.get(o, {}).get(st), level
+                )
+                rows.append([name, o, st, delta, lo, hi, V.EXPLORATORY, "", b, p])
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS[:10])
+
+
+def primary_differences(
+    corr: pd.DataFrame,
+    draws: dict[str, np.ndarray],
+    statistic: str,
+    level: float = 0.95,
+    measures: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The primary rows (P1-P3 of ``verdicts.PRIMARY_CONTRASTS``) on ``statistic``, from their
+    own draws (``draws[measure]``: the statistic on each resample). A contrast is written when
+    both its measures are among ``measures`` (default: the measures of ``corr``; ``correlate``
+    always has them), even where the exploratory rows would not compare them."""
+    import pandas as pd
+
+    point = corr.set_index("measure")
+    have = set(corr["measure"]) if measures is None else set(measures)
+    rows = []
+    for cid, a, b in V.PRIMARY_CONTRASTS:
+        if a not in have or b not in have:
+            continue
+        delta = (
+            float(point.loc[a, statistic]) - float(point.loc[b, statistic])
+            if a in point.index and b in point.index
+            else math.nan
+        )
+        lo, hi, n, p = _paired(delta, draws.get(a), draws.get(b), level)
+        rows.append([a, b, statistic, delta, lo, hi, V.PRIMARY, cid, n, p])
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS[:10])
+
+
+def _comparable(row: dict[str, Any], info: dict[str, _Measure]) -> str:
+    """Why the row's comparison cannot mean anything, "" when it can."""
+    st, a, b = row["statistic"], row["measure"], row["versus"]
+    if st.endswith("_fixed_n") and b == _twin(a):
+        return f"{a} and {b} rank the models alike within each value of n"
+    for name in (b, a):
+        if name not in info:
+            return f"{name} is not measured"
+        why = info[name].blind.get(st, "")
+        if why:
+            return f"{name} is {why}"
+    return ""
+
+
+def with_verdicts(
+    primary: pd.DataFrame,
+    exploratory: pd.DataFrame,
+    info: dict[str, _Measure],
+    bootstrap: int,
+    primary_bootstrap: int,
+    missing: Sequence[str] = (),
+) -> pd.DataFrame:
+    """differences.csv: the primary rows first (an exploratory row of the same measure, versus
+    and statistic is dropped), ``p_holm`` over the primary rows, ``q_bh`` over the
+    exploratory rows, and every row's ``verdict`` and ``evidence`` (``verdicts``)."""
+    import pandas as pd
+
+    keys = set(zip(primary["measure"], primary["versus"], primary["statistic"], strict=True))
+    keep = [
+        (m, v, s) not in keys
+        for m, v, s in zip(
+            exploratory["measure"], exploratory["versus"], exploratory["statistic"], strict=True
+        )
+    ]
+    exploratory = exploratory[keep]
+    frames = [f for f in (primary, exploratory) if len(f)]
+    d = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=DIFFERENCE_COLUMNS[:10])
+    )
+    d = d.reset_index(drop=True)
+    prim = (d["family"] == V.PRIMARY).to_numpy(bool)
+    p = pd.to_numeric(d["p"], errors="coerce").to_numpy(float)
+    p_holm = np.full(len(d), np.nan)
+    q_bh = np.full(len(d), np.nan)
+    p_holm[prim] = V.holm(p[prim])
+    q_bh[~prim] = V.bh(p[~prim])
+    d["p_holm"], d["q_bh"] = p_holm, q_bh
+    words, evidence = [], []
+    for i, r in enumerate(d.to_dict("records")):
+        a, b, st = r["measure"], r["versus"], r["statistic"]
+        n_conf = min((info[x].n_configurations for x in (a, b) if x in info), default=0)
+        strata = min((info[x].n_strata_ok for x in (a, b) if x in info), default=0)
+        asked = primary_bootstrap if prim[i] else bootstrap
+        n_draws = int(r["B"])
+        why = _comparable(r, info)
+        ev = V.evidence(
+            B=n_draws,
+            n_configurations=n_conf,
+            statistic=st,
+            n_strata_ok=strata,
+            missing=missing,
+        )
+        if asked < V.MIN_BOOTSTRAP or n_draws < V.MIN_BOOTSTRAP:
+            # no bootstrap (point estimates only), or the difference is defined on too few
+            # draws: never a verdict
+            word = V.INSUFFICIENT
+            ev = f"{ev} (of {asked} draws)" if asked and n_draws < asked else ev
+        else:
+            word = V.verdict(
+                estimate=float(r["delta"]),
+                low=float(r["low"]),
+                high=float(r["high"]),
+                p_adj=float(p_holm[i] if prim[i] else q_bh[i]),
+                p=float(p[i]),
+                B=n_draws,
+                n_configurations=n_conf,
+                n_strata_ok=strata,
+                statistic=st,
+                comparable=not why,
+            )
+        if why:
+            ev = f"{ev}; not comparable: {why}"
+        words.append(word)
+        evidence.append(ev)
+    d["verdict"], d["evidence"] = words, evidence
+    d["B"] = d["B"].astype(int)
+    return d[DIFFERENCE_COLUMNS]
 
 
 def degenerate_notes(
@@ -408,7 +696,9 @@ def degenerate_notes(
             "would not hold n fixed)"
         )
     if bootstrap == 0:
-        notes.append("bootstrap 0: no intervals, so no verdict can go beyond 'undetermined'")
+        notes.append(
+            "bootstrap 0: no intervals and no p-values, so every verdict is 'insufficient evidence'"
+        )
     if axes and len(corr) and (corr["sign_error_robust_axis"] == S.TOO_FEW_PAIRS).all():
         notes.append(
             f"no axis has >= {S.MIN_SIGN_PAIRS} one-axis pairs: the robust sign-error is "
