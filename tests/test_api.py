@@ -93,8 +93,11 @@ def test_details_one_frame_for_every_matrix(minilm, minilm_dir):
     assert set(raw["matrix"]) == {"W_Q", "W_K", "W_V", "W_O", "W_in", "W_out"}
     for c in m.columns.drop("matrix_type"):
         np.testing.assert_array_equal(canon[c].to_numpy(dtype=float), m[c].to_numpy(dtype=float))
-    for c in w.columns.drop(["role", "tensor"]):
+    text = ["role", "tensor", "htsr_fit", "htsr_fit_reason"]
+    for c in w.columns.drop(text):
         np.testing.assert_array_equal(raw[c].to_numpy(dtype=float), w[c].to_numpy(dtype=float))
+    for c in text:
+        assert list(raw[c]) == list(w[c])
     # spectral_norm is sigma_max of the tensor (numpy's SVD), not sigma_max^2
     with safe_open(str(minilm_dir / "model.safetensors"), "np") as f:
         for _, row in raw.iterrows():
