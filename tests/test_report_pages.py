@@ -290,7 +290,8 @@ def test_trajectory_page_escapes_and_answers_first(tmp_path: Path) -> None:
     html = (tmp_path / "out" / "report.html").read_text()
     _safe(html)
     lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', html).group(1)
-    assert lead.startswith("No measure moved at the grokking step")
+    assert lead.startswith("By the half-change statistic (the step by which a series covered")
+    assert "no measure moved at the grokking step" in lead
     assert "Grokking phase detected" in html and "moved earlier" in html
     ph = grokking_phase(pd.read_csv(track / "track.csv"))
     assert ph is not None and ph.start == 100 and 690 <= ph.end <= 710
@@ -538,3 +539,63 @@ def test_analysis_page_links_sticky_and_glossary(analysis_page: tuple[Path, obje
     for term in ("HTSR D", "HTSR x_min", "HTSR tail size", "SE", "not shown to differ"):
         assert f'<dt id="g-{re.sub(r"[^A-Za-z0-9]+", "-", term)}">{term}</dt>' in html, term
     assert "<code>docs/guide/analyze.md</code>" in html and "<code>docs/spec.md</code>" in html
+
+
+def _unstable_track(path: Path) -> Path:
+    """A grokking run with 3 train-accuracy dips after the plateau, a measure at 8.21 -> 1.36
+    (rounded to integers it would read 8 -> 1), a gap that ends where it started and share
+    p*=0 reaching 1."""
+    steps = np.arange(0, 1000, 10)
+    train = np.clip(steps / 100, 0, 1)
+    train[[30, 50, 80]] = [0.5, 0.85, 0.3]  # 3 dips more than 0.1 below the maximum
+    test = 1 / (1 + np.exp(-(steps - 700) / 30))
+    early = 1 - np.exp(-steps / 50)
+    swing = 2 + early + 0.5 * np.sin(steps / 20)  # back and forth after the plateau
+    cols = {
+        "step": steps,
+        "wall_s": steps * 0.1,
+        "analysis_s": np.full(steps.size, 0.01),
+        "train_acc": train,
+        "test_acc": test,
+        "spectrum_adaptive": early,
+        "norm_based": swing,
+        "htsr_alpha": 8.21 - 6.85 * early,
+        "mean_stable_rank": np.full(steps.size, 3.0),
+        "spectrum_adaptive_share_p0": np.where(steps < 100, 1.0, 0.2),
+        "spectrum_adaptive_ceiling_gap": np.where(steps < 100, 0.0, 0.3),
+    }
+    path.mkdir(parents=True)
+    pd.DataFrame(cols).to_csv(path / "track.csv", index=False, float_format="%.17g")
+    return path
+
+
+def test_trajectory_claims_scoped_instability_undefined_and_ceiling(tmp_path: Path) -> None:
+    from specbound.report.pages.trajectory import milestones, movement, write_trajectory_report
+
+    track = _unstable_track(tmp_path / "run")
+    write_trajectory_report(track, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    answer = html.split("<h2>Trajectory</h2>", 1)[0]
+    assert "By the same statistic, 3 moved earlier" in answer
+    assert (
+        "Training was unstable after the plateau: train_acc fell more than 0.1 below its "
+        "maximum (1) at 3 of the 89 evaluations after step 100 (lowest 0.3 at step 800)."
+    ) in answer
+    assert "first reached its plateau (within 0.02 of its maximum) at step 100" in answer
+    assert (
+        "1 of 3 measures range over more than 2 times their net change there (norm_based)" in answer
+    )
+    assert "Rank ceiling: share p*=0 reaches 100% at step 0, ceiling gap 0 in log10" in answer
+    assert "Undefined (the series does not move, so it has no half-change step): " in answer
+    assert "mean_stable_rank" in answer.split("Undefined (", 1)[1].split("</p>", 1)[0]
+    # the milestones: 3 significant digits, undefined half-change for the flat series
+    table = html.split("When each series moved</h2>", 1)[1].split("</table>", 1)[0]
+    assert ">8.21<" in table and ">1.36<" in table
+    ms = milestones(pd.read_csv(track / "track.csv")).set_index("series")
+    assert ms.loc["mean_stable_rank", "note"] == "does not move"
+    assert pd.isna(ms.loc["mean_stable_rank", "half_change_step"])
+    gap = ms.loc["gap = train_acc - test_acc"]  # 0 -> 1 -> 0: ends where it started
+    assert gap["note"].startswith("ends where it started") and pd.isna(gap["half_change_step"])
+    assert movement(np.array([0.0, 1.0, 0.04])).startswith("ends where it started")
+    assert movement(np.array([0.0, 1.0, 0.06])) == ""
+    assert _links_resolve(tmp_path / "out" / "report.html")

@@ -370,7 +370,8 @@ def column_format(name: str, values: Sequence[Any]) -> Any:
 
 def sig3(v: Any) -> str:
     """A measured value with 3 significant digits (``8.21``, ``0.00186``, ``1.86e+04``), never
-    rounded to an integer; undefined and beyond-float64 values as :func:`fmt`."""
+    rounded to an integer (a whole number, a count, keeps every digit: ``223,775``); undefined
+    and beyond-float64 values as :func:`fmt`."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         return fmt(v)
     f = float(v)
@@ -378,6 +379,8 @@ def sig3(v: Any) -> str:
         return fmt(v)
     if f == 0:
         return "0"
+    if f.is_integer() and abs(f) < 1e15:  # a count (parameters): every digit
+        return f"{int(f):,}"
     return f"{f:.3g}"
 
 

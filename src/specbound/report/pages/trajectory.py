@@ -1,10 +1,16 @@
 """``specbound trajectory``: the report page of a ``track.csv`` (SPEC 11).
 
 The page opens with the answer, from the milestones table: whether a grokking phase was
-detected (train accuracy at its plateau long before test accuracy moved) and which measures
-moved at the test metric's step ("no measure moved at the grokking step"), with the caveat that
-a half-change step is one summary of a curve. Then the metrics and mean p* panels, one panel
-per measure, the milestones and every row (paged). The file is read by ``track.read_track``.
+detected (train accuracy first at its plateau long before test accuracy moved) and which
+measures moved at the test metric's step, every such claim scoped to the statistic it rests on
+("by the half-change statistic, ..."); training instability after the plateau (evaluations
+with train accuracy more than :data:`DIP` below its maximum: counted) and measures that swing
+after the plateau more than they drift (:data:`SWING`); the rank-ceiling caveat when share
+p*=0 is high (:data:`HIGH_SHARE`). A series that does not move has no half-change step: its
+net change is below :data:`NET_TOL` of the range it swept (it ends where it started), or its
+range is below :data:`FLAT_TOL` of its size. Measures are written with 3 significant digits,
+never rounded to integers. Then the metrics and mean p* panels, one panel per measure, the
+milestones and every row (paged). The file is read by ``track.read_track``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 
 from ...errors import SpecboundError
 from ...studies.gap import resolve_gap
-from ..html import escape, figure_html, page, table
+from ..html import escape, figure_html, file_link, page, sig3, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +37,19 @@ PLATEAU = 0.02
 #: ... at least this share of the step range before test accuracy's half-change step, and
 #: test accuracy rising by at least this much overall.
 MIN_DELAY, MIN_RISE = 0.1, 0.2
+#: A series "does not move" (half-change step undefined) when its net change, last minus first
+#: finite value, is below this share of its range max - min (it ends where it started) ...
+NET_TOL = 0.05
+#: ... or its range is below this share of its largest magnitude (constant up to rounding).
+FLAT_TOL = 1e-9
+#: Training instability: an evaluation after the plateau step whose train accuracy lies more
+#: than this below its maximum is a dip.
+DIP = 0.1
+#: A measure swings after the plateau when its range there exceeds this many times its net
+#: change there (it goes back and forth more than it drifts).
+SWING = 2.0
+#: The rank-ceiling caveat is stated when share p*=0 reaches this at some evaluation.
+HIGH_SHARE = 0.5
 
 
 def load_track(path: str | Path) -> pd.DataFrame:
@@ -81,22 +100,42 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
     return [c for c in df.columns if c not in known]
 
 
+def movement(v: np.ndarray) -> str:
+    """ "" when the finite values of ``v`` move; else why there is no half-change step: "no
+    values", "does not move" (range below FLAT_TOL of its size) or "ends where it started"
+    (net change below NET_TOL of its range)."""
+    x = np.asarray(v, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return "no values"
+    span = float(x.max() - x.min())
+    if span <= FLAT_TOL * float(np.abs(x).max()) or span == 0:
+        return "does not move"
+    net = abs(float(x[-1] - x[0]))
+    if net < NET_TOL * span:
+        return f"ends where it started (net change {net:.3g}, {100 * net / span:.2g}% of its range)"
+    return ""
+
+
 def _milestone(name: str, kind: str, steps: np.ndarray, v: np.ndarray) -> dict[str, Any]:
     from ...track import half_change_step
 
     ok = np.isfinite(v)
+    why = movement(v)
     return {
         "series": name,
         "kind": kind,
         "first": float(v[ok][0]) if ok.any() else None,
         "last": float(v[ok][-1]) if ok.any() else None,
-        "half_change_step": half_change_step(steps, v),
+        "half_change_step": None if why else half_change_step(steps, v),
+        "note": why,
     }
 
 
 def milestones(df: pd.DataFrame, gap_kind: str = "auto") -> pd.DataFrame:
     """Per measure (and metric): first and last value and the step by which half of the net
-    change had happened (``track.half_change_step``)."""
+    change had happened (``track.half_change_step``; undefined, with the reason in ``note``,
+    for a series that does not move: :func:`movement`)."""
     import pandas as pd
 
     steps = df["step"].to_numpy(dtype=float)
@@ -109,7 +148,9 @@ def milestones(df: pd.DataFrame, gap_kind: str = "auto") -> pd.DataFrame:
     g = gap(df, gap_kind)
     if g is not None:
         rows.append(_milestone(g[0], "gap", steps, g[1]))
-    return pd.DataFrame(rows, columns=["series", "kind", "first", "last", "half_change_step"])
+    return pd.DataFrame(
+        rows, columns=["series", "kind", "first", "last", "half_change_step", "note"]
+    )
 
 
 @dataclass(frozen=True)
@@ -123,26 +164,130 @@ class Phase:
     end: float
 
 
+@dataclass(frozen=True)
+class Plateau:
+    """Train accuracy ``train`` first within PLATEAU of its maximum ``top`` at step ``start``."""
+
+    train: str
+    start: float
+    top: float
+
+
+def plateau(df: pd.DataFrame) -> Plateau | None:
+    """The step at which train accuracy first came within PLATEAU of its maximum (None without
+    an accuracy pair or with fewer than 3 finite train accuracies)."""
+    g = resolve_gap(df.columns, "accuracy", strict=False)
+    if g is None:
+        return None
+    steps = df["step"].to_numpy(dtype=float)
+    tr = df[g.train].to_numpy(dtype=float)
+    ok = np.isfinite(tr)
+    if ok.sum() < 3:
+        return None
+    top = float(np.max(tr[ok]))
+    t0 = float(steps[ok][np.argmax(tr[ok] >= top - PLATEAU)])
+    return Plateau(g.train, t0, top)
+
+
 def grokking_phase(df: pd.DataFrame) -> Phase | None:
     """The grokking phase, or None: train accuracy within PLATEAU of its maximum at step t0,
     test accuracy rising by >= MIN_RISE with its half-change step t1 >= t0 + MIN_DELAY x range."""
     from ...track import half_change_step
 
     g = resolve_gap(df.columns, "accuracy", strict=False)
-    if g is None:
+    pl = plateau(df)
+    if g is None or pl is None:
         return None
     steps = df["step"].to_numpy(dtype=float)
-    tr, te = df[g.train].to_numpy(dtype=float), df[g.test].to_numpy(dtype=float)
-    ok_tr, ok_te = np.isfinite(tr), np.isfinite(te)
-    if ok_tr.sum() < 3 or ok_te.sum() < 3:
+    te = df[g.test].to_numpy(dtype=float)
+    ok_te = np.isfinite(te)
+    if ok_te.sum() < 3:
         return None
     span = float(steps.max() - steps.min()) or 1.0
-    t0 = float(steps[ok_tr][np.argmax(tr[ok_tr] >= np.max(tr[ok_tr]) - PLATEAU)])
+    t0 = pl.start
     t1 = half_change_step(steps, te)
     rise = float(te[ok_te][-1] - te[ok_te][0])
     if t1 is None or rise < MIN_RISE or t1 - t0 < MIN_DELAY * span:
         return None
     return Phase(g.train, g.test, t0, float(t1))
+
+
+def instability(df: pd.DataFrame) -> str | None:
+    """The sentence naming training instability after the plateau: how many later evaluations
+    have train accuracy more than DIP below its maximum (None when there are none)."""
+    pl = plateau(df)
+    if pl is None:
+        return None
+    steps = df["step"].to_numpy(dtype=float)
+    tr = df[pl.train].to_numpy(dtype=float)
+    later = (steps > pl.start) & np.isfinite(tr)
+    dips = later & (tr < pl.top - DIP)
+    n = int(dips.sum())
+    if n == 0:
+        return None
+    low = int(np.argmin(np.where(dips, tr, np.inf)))
+    return (
+        f"Training was unstable after the plateau: {pl.train} fell more than {DIP:g} below its "
+        f"maximum ({sig3(pl.top)}) at {n:,} of the {int(later.sum()):,} evaluations after step "
+        f"{pl.start:,.0f} (lowest {sig3(float(tr[low]))} at step {steps[low]:,.0f})."
+    )
+
+
+def swinging(df: pd.DataFrame, names: list[str]) -> tuple[float, list[str]] | None:
+    """(plateau step, measures of ``names`` whose range after the plateau exceeds SWING times
+    their net change there); None without a plateau."""
+    pl = plateau(df)
+    if pl is None:
+        return None
+    steps = df["step"].to_numpy(dtype=float)
+    out = []
+    for m in names:
+        v = df[m].to_numpy(dtype=float)
+        x = v[(steps >= pl.start) & np.isfinite(v)]
+        if x.size < 3:
+            continue
+        span, net = float(x.max() - x.min()), abs(float(x[-1] - x[0]))
+        if span > FLAT_TOL * float(np.abs(x).max()) and span > SWING * net:
+            out.append(m)
+    return pl.start, out
+
+
+def ceiling_caveat(df: pd.DataFrame) -> str | None:
+    """The rank-ceiling caveat when share p*=0 reaches HIGH_SHARE at some evaluation
+    (``spectrum_adaptive_share_p0``; else the per-type shares), None otherwise."""
+    steps = df["step"].to_numpy(dtype=float)
+    tail = (
+        ": where most matrices pick p* = 0 the spectrum-adaptive proxy counts ranks (c(A, 0) "
+        "= sqrt(rank x N)), so its changes there are rank changes, not the trained spectra's; "
+        "at 100% it equals the rank ceiling."
+    )
+    col = "spectrum_adaptive_share_p0"
+    if col in df.columns:
+        sh = df[col].to_numpy(dtype=float)
+        if not np.isfinite(sh).any() or float(np.nanmax(sh)) < HIGH_SHARE:
+            return None
+        i = int(np.nanargmax(sh))
+        n_high = int((sh >= HIGH_SHARE).sum())
+        gap_col = "spectrum_adaptive_ceiling_gap"
+        gap = ""
+        if gap_col in df.columns and np.isfinite(float(df[gap_col].iloc[i])):
+            gap = f", ceiling gap {sig3(float(df[gap_col].iloc[i]))} in log10"
+        return (
+            f"Rank ceiling: share p*=0 reaches {100 * float(sh[i]):.3g}% at step "
+            f"{steps[i]:,.0f}{gap} (at least {100 * HIGH_SHARE:.0f}% at {n_high:,} of "
+            f"{len(sh):,} evaluations){tail}"
+        )
+    high = []
+    for t in ("QK", "OV", "M_in", "M_out"):
+        c = f"{t}_share_p0"
+        if c in df.columns:
+            sh = df[c].to_numpy(dtype=float)
+            if np.isfinite(sh).any() and float(np.nanmax(sh)) >= HIGH_SHARE:
+                i = int(np.nanargmax(sh))
+                high.append(f"{t} {100 * float(sh[i]):.3g}% (step {steps[i]:,.0f})")
+    if not high:
+        return None
+    return f"Rank ceiling: share p*=0 reaches {', '.join(high)}{tail}"
 
 
 def _test_series(df: pd.DataFrame) -> tuple[str, float] | None:
@@ -157,7 +302,8 @@ def _test_series(df: pd.DataFrame) -> tuple[str, float] | None:
 
 
 def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
-    """The page's answer in plain words, from the milestones table."""
+    """The page's answer in plain words, from the milestones table; every claim about when a
+    measure moved is scoped to the half-change statistic it rests on."""
     steps = df["step"].to_numpy(dtype=float)
     span = float(steps.max() - steps.min()) or 1.0
     near = NEAR * span
@@ -182,29 +328,48 @@ def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
     before = sorted((m for m, h in half.items() if h < t - near), key=lambda m: half[m])
     after = sorted((m for m, h in half.items() if h > t + near), key=lambda m: half[m])
     where = "the grokking step" if phase is not None else f"the step where {name} moved"
+    by = "By the half-change statistic (the step by which a series covered half its net change)"
     if at:
         out.append(
-            f"{len(at)} of {len(half)} measures moved at {where} (step {t:,.0f}, within "
+            f"{by}, {len(at)} of {len(half)} measures moved at {where} (step {t:,.0f}, within "
             f"{near:,.0f} steps): {', '.join(at)}."
         )
     else:
-        out.append(f"No measure moved at {where} (step {t:,.0f}, half-change of {name}).")
+        out.append(f"{by}, no measure moved at {where} (step {t:,.0f}, half-change of {name}).")
     if before:
         last = max(half[m] for m in before)
         out.append(
-            f"{len(before)} moved earlier (half-change by step {last:,.0f}): "
-            f"{', '.join(before)}; moving early is not anticipating: they moved with training."
+            f"By the same statistic, {len(before)} moved earlier (half-change by step "
+            f"{last:,.0f}): {', '.join(before)}; moving early is not anticipating: they moved "
+            "with training."
         )
     if after:
-        out.append(f"{len(after)} moved later: {', '.join(after)}.")
+        out.append(f"By the same statistic, {len(after)} moved later: {', '.join(after)}.")
     if flat:
-        out.append(f"No net change: {', '.join(flat)}.")
+        out.append(
+            f"Undefined (the series does not move, so it has no half-change step): "
+            f"{', '.join(flat)}."
+        )
+    sw = swinging(df, list(half))
+    if sw is not None and sw[1]:
+        out.append(
+            f"The statistic does not see swings: after the plateau (step {sw[0]:,.0f}), "
+            f"{len(sw[1])} of {len(half)} measures range over more than {SWING:g} times their "
+            f"net change there ({', '.join(sw[1])}): they go back and forth after the "
+            "plateau, which a single step cannot summarize; see their panels."
+        )
     if phase is not None:
         out.append(
-            f"Grokking phase detected: {phase.train} was at its plateau by step "
-            f"{phase.start:,.0f}, {phase.test} reached half of its rise only at step "
-            f"{phase.end:,.0f} (shaded in the figures)."
+            f"Grokking phase detected: {phase.train} first reached its plateau (within "
+            f"{PLATEAU:g} of its maximum) at step {phase.start:,.0f}; {phase.test} reached half "
+            f"of its rise only at step {phase.end:,.0f} (shaded in the figures)."
         )
+    unstable = instability(df)
+    if unstable:
+        out.append(unstable)
+    caveat = ceiling_caveat(df)
+    if caveat:
+        out.append(caveat)
     out.append(
         "Caveat: a half-change step summarizes a whole curve in one number; a measure can "
         "change shape at the grokking step without its half-change step moving there (see the "
@@ -255,13 +420,22 @@ def write_trajectory_report(track: str | Path, out: str | Path, gap_kind: str = 
                 else " No gap: the loop reported no train/test accuracy or loss pair."
             )
             + "</p><p>Half-change step: the first step at which a series had covered half of "
-            "its net change from the first to the last evaluation.</p></div>"
+            "its net change from the first to the last evaluation; undefined when the series "
+            f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
+            f"below {FLAT_TOL:g} of its size).</p></div>"
+            + f'<p class="files">Files: {file_link(tmp, TRACK_CSV)}</p>'
         )
         sections = [
             answer,
             "<h2>Trajectory</h2>" + "".join(figure_html(f) for f in figs if f is not None),
-            "<h2>When each series moved</h2>" + table(ms),
-            f"<h2>Rows ({escape(TRACK_CSV)}, all {len(df):,})</h2>" + table(df, page_size=50),
+            "<h2>When each series moved</h2>"
+            '<p class="note">first and last: the first and last finite values (3 significant '
+            "digits).</p>" + table(ms, formats={"first": sig3, "last": sig3}),
+            f"<h2>Rows ({file_link(tmp, TRACK_CSV)}, all {len(df):,})</h2>"
+            + table(df, page_size=50),
         ]
-        (tmp / "report.html").write_text(page("specbound trajectory", sections), encoding="utf-8")
+        (tmp / "report.html").write_text(
+            page("specbound trajectory", sections, docs=("trajectory", "measures")),
+            encoding="utf-8",
+        )
     return Path(out)
