@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,9 +18,12 @@ from .options import DEFAULT_ENGINE, Device, Engine, Json, NoCache, Quiet, RayAd
 @handle_errors
 def correlate(
     zoo: Annotated[
-        Path | None,
+        list[Path] | None,
         typer.Argument(
-            help="A zoo directory written by 'specbound zoo train' (reads ZOO/zoo.csv).",
+            help="A zoo directory written by 'specbound zoo train' (reads ZOO/zoo.csv); "
+            "several are pooled as one study (each model keeps its source in a 'zoo' column). "
+            "A folder written by 'specbound correlate' is re-evaluated from its models.csv "
+            "(nothing analyzed again); several such folders are pooled.",
             show_default=False,
         ),
     ] = None,
@@ -68,6 +72,14 @@ def correlate(
             show_default="one per CPU core",
         ),
     ] = None,
+    grid: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--grid",
+            help="With correlate folders written before protocol v3: the zoo directory (or "
+            "zoo.json) of each, in order, so the grid's missing configurations are named.",
+        ),
+    ] = None,
     device: Device = None,
     no_cache: NoCache = False,
     quiet: Quiet = False,
@@ -80,10 +92,22 @@ def correlate(
     from ..report.figures.style import require_matplotlib
     from ..report.pages.correlate import write_correlation
     from ..studies.correlate import correlate as run_correlate
+    from ..studies.correlate import pool as P
 
-    source = zoo if zoo is not None else manifest
-    if source is None or (zoo is not None and manifest is not None):
-        fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
+    zoos = list(zoo or [])
+    if (not zoos and manifest is None) or (zoos and manifest is not None):
+        fail("correlate needs a zoo: ZOO directories (or correlate folders) or --manifest FILE.csv")
+    folders = [z for z in zoos if P.is_result_folder(z)]
+    if folders and len(folders) != len(zoos):
+        fail("pass either zoo directories or correlate folders, not both")
+    if grid and (not folders or len(grid) != len(folders)):
+        fail("--grid goes with correlate folders, one zoo directory per folder, in order")
+    if folders and (data_measures or data_workers is not None):
+        fail(
+            "--data-measures: a correlate folder's measures are read from its models.csv; "
+            "run correlate on the zoo directory to compute them"
+        )
+    source = manifest if manifest is not None else zoos[0]
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
         from ..studies.zoo.plan import max_threads
@@ -105,13 +129,14 @@ def correlate(
     def progress_line(line: str) -> None:
         sys.stderr.write(line + "\n")
 
-    result = run_correlate(
-        source,
+    from ..studies.correlate.table import check_bootstrap
+
+    check_bootstrap(bootstrap, seed)  # refused before any model is analyzed
+    run_one = functools.partial(
+        run_correlate,
         axes=axes,
         gap=gap,
         include_unconverged=include_unconverged,
-        bootstrap=bootstrap,
-        seed=seed,
         cache=not no_cache,
         device=device,
         on_model=note,
@@ -119,8 +144,16 @@ def correlate(
         data_measures=data_measures,
         data_workers=data_workers or 1,
         on_data=None if quiet else progress_line,
-        **sweep_state(eng, out, quiet),
     )
+    if folders:
+        given = grid or [None] * len(folders)
+        parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
+        result = P.pool(parts, bootstrap=bootstrap, seed=seed)
+    elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
+        parts = [P.part_of(run_one(z, bootstrap=0)) for z in zoos]
+        result = P.pool(parts, bootstrap=bootstrap, seed=seed)
+    else:
+        result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
     write_correlation(result, out)
     clear_sweep_state(eng, out, result.skipped.empty)
     if as_json:
@@ -131,6 +164,7 @@ def correlate(
                 "gap": result.gap,
                 "axes": list(result.axes),
                 "correlation": result.correlation,
+                "differences": result.differences,
                 "skipped": result.skipped,
             }
         )

@@ -157,6 +157,8 @@ class Correlation:
     missing: list[str] = field(default_factory=list)
     primary_statistic: str = "kendall_tau"
     primary_bootstrap: int = 0
+    #: The zoos whose models were pooled (``pool``), in order; [] for one zoo's own run.
+    zoos: list[str] = field(default_factory=list)
 
     @property
     def primary(self) -> pd.DataFrame | None:
@@ -201,6 +203,7 @@ class Correlation:
             "min_bootstrap_verdict": V.MIN_VERDICT_BOOTSTRAP,
             "missing": len(self.missing),
             "missing_configurations": list(self.missing),
+            "zoos": list(self.zoos),
             "notes": list(self.notes),
         }
 

@@ -1,0 +1,289 @@
+"""Several zoos as one study, and correlate folders re-evaluated without analyzing again.
+
+A *part* is one zoo's analyzed models: either a ``Correlation`` just computed
+(``correlate(zoo, bootstrap=0)``) or a folder ``correlate`` wrote (its ``models.csv``,
+``skipped.csv`` and ``correlate.json``; nothing is loaded or analyzed again: the measures are
+read from the file). :func:`pool` joins parts that share their task, axes and gap into one
+models table, each model keeping its source in a ``zoo`` column (a model name that occurs in two
+parts is prefixed ``<zoo>/``), and evaluates SPEC 10 (protocol v3) on it: configurations are
+pooled by their axis values, so a configuration's models are the seeds of every part.
+
+A configuration of the grid counts as missing from the pool only when no part has a usable
+model of it (the intersection of the parts' missing configurations).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...errors import SpecboundError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .run import Correlation
+
+#: Files a correlate folder must hold to be re-evaluated.
+RESULT_FILES = ("correlate.json", "models.csv")
+
+
+@dataclass
+class Part:
+    """One zoo's analyzed models, as :func:`pool` needs them."""
+
+    name: str
+    models: pd.DataFrame
+    skipped: pd.DataFrame
+    axes: list[str]
+    measures: list[str]
+    gap: str
+    task: str | None
+    source: str
+    n_listed: int
+    n_unconverged: int
+    include_unconverged: bool = False
+    missing: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
+    #: The manifest the zoo was read from (a correlate folder's: the one it records).
+    manifest: str = ""
+
+
+def is_result_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a folder written by ``correlate`` (correlate.json + models.csv)."""
+    p = Path(path)
+    return p.is_dir() and all((p / f).is_file() for f in RESULT_FILES)
+
+
+def part_of(result: Correlation, name: str | None = None) -> Part:
+    """A just-computed ``Correlation`` as a part (named after its zoo directory)."""
+    manifest = Path(result.manifest)
+    label = name or (manifest.parent.name if manifest.name == "zoo.csv" else manifest.stem)
+    return Part(
+        label,
+        result.models,
+        result.skipped,
+        list(result.axes),
+        list(result.measures),
+        result.gap,
+        result.task,
+        str(result.manifest),
+        result.n_listed,
+        result.n_unconverged,
+        result.include_unconverged,
+        list(result.missing),
+        manifest=str(result.manifest),
+    )
+
+
+def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
+    """A correlate folder as a part. Its grid (for the missing configurations) is the one its
+    correlate.json records (protocol 3), else the zoo.json of ``grid`` (a zoo directory or
+    zoo.json), else the zoo.json beside the manifest it names, when that exists."""
+    import pandas as pd
+
+    p = Path(folder)
+    if not is_result_folder(p):
+        raise SpecboundError(
+            f"{p} is not a folder written by 'specbound correlate' (it needs "
+            f"{' and '.join(RESULT_FILES)}); pass a correlate output folder or a zoo directory"
+        )
+    try:
+        meta = json.loads((p / "correlate.json").read_text(encoding="utf-8"))
+        models = pd.read_csv(p / "models.csv")
+        skipped_file = p / "skipped.csv"
+        skipped = (
+            pd.read_csv(skipped_file)
+            if skipped_file.is_file() and skipped_file.stat().st_size > 0
+            else pd.DataFrame(columns=["model", "reason"])
+        )
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise SpecboundError(f"cannot read the correlate folder {p}: {exc}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("axes"), list):
+        raise SpecboundError(f"{p / 'correlate.json'} has no 'axes' list; re-run correlate")
+    measures = [str(m) for m in meta.get("measures", [])]
+    absent = [c for c in ["model", "gap", *map(str, meta["axes"]), *measures] if c not in models]
+    if absent:
+        raise SpecboundError(
+            f"{p / 'models.csv'} lacks the column '{absent[0]}' that correlate.json names; "
+            "re-run correlate"
+        )
+    missing: list[str] | None = None
+    notes: list[str] = []
+    if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
+        missing = [str(m) for m in meta["missing_configurations"]]
+    else:
+        zoo_json = _zoo_json(grid, meta.get("manifest"), p)
+        if zoo_json is not None:
+            from .run import missing_configurations
+
+            try:
+                g = json.loads(zoo_json.read_text(encoding="utf-8")).get("grid")
+            except (OSError, ValueError, AttributeError) as exc:
+                raise SpecboundError(f"cannot read the grid of {zoo_json}: {exc}") from None
+            missing = missing_configurations(g if isinstance(g, dict) else None, models)
+        else:
+            notes.append(
+                f"{p.name}: the zoo's grid (zoo.json) was not found, so its missing "
+                "configurations are not named; pass --grid ZOO"
+            )
+    name = str(meta.get("zoo") or _zoo_name(meta.get("manifest"), p))
+    return Part(
+        name,
+        models,
+        skipped,
+        [str(a) for a in meta["axes"]],
+        measures,
+        str(meta.get("gap", "accuracy")),
+        None if meta.get("task") is None else str(meta["task"]),
+        str(p),
+        int(meta.get("n_listed", len(models) + len(skipped))),
+        int(meta.get("n_unconverged", 0)),
+        bool(meta.get("include_unconverged", False)),
+        missing,
+        notes,
+        str(meta.get("manifest", "")),
+    )
+
+
+def _zoo_name(manifest: Any, folder: Path) -> str:
+    m = Path(str(manifest or ""))
+    return m.parent.name if m.name == "zoo.csv" and m.parent.name else folder.name
+
+
+def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | None:
+    if grid is not None:
+        g = Path(grid)
+        g = g / "zoo.json" if g.is_dir() else g
+        if not g.is_file():
+            raise SpecboundError(f"--grid {grid}: no zoo.json there; pass a zoo directory")
+        return g
+    if manifest:
+        m = Path(str(manifest))
+        for base in (m, folder.parent / m):
+            if base.name == "zoo.csv" and (base.parent / "zoo.json").is_file():
+                return base.parent / "zoo.json"
+    return None
+
+
+def pool(
+    parts: Sequence[Part],
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Correlation:
+    """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
+    gap; measures are those every part has (the others are dropped with a note)."""
+    import pandas as pd
+
+    from . import table as T
+    from .ceiling import CEILING_COLUMNS, rank_ceiling
+    from .run import SKIPPED_COLUMNS, Correlation
+
+    if not parts:
+        raise SpecboundError("pool needs at least one zoo")
+    first = parts[0]
+    for q in parts[1:]:
+        for what, a, b in (
+            ("task", first.task, q.task),
+            ("axes", first.axes, q.axes),
+            ("gap", first.gap, q.gap),
+        ):
+            if a != b:
+                raise SpecboundError(
+                    f"cannot pool {first.source} and {q.source}: their {what} differ "
+                    f"({a} vs {b}); pool zoos of one grid only"
+                )
+    names = [q.name for q in parts]
+    if len(set(names)) != len(names):
+        names = [f"{q.name}#{i + 1}" for i, q in enumerate(parts)]
+    measures = [m for m in first.measures if all(m in q.measures for q in parts)]
+    dropped = sorted({m for q in parts for m in q.measures} - set(measures))
+    frames, skipped = [], []
+    counts: dict[str, int] = {}
+    for q in parts:
+        for m in q.models["model"].astype(str):
+            counts[m] = counts.get(m, 0) + 1
+    for name, q in zip(names, parts, strict=True):
+        m = q.models.copy()
+        m["model"] = [
+            f"{name}/{x}" if counts[str(x)] > 1 else str(x) for x in m["model"].astype(str)
+        ]
+        if "zoo" not in m.columns:
+            m.insert(1, "zoo", name)
+        frames.append(m)
+        s = q.skipped.copy()
+        if len(s):
+            s["model"] = [f"{name}/{x}" for x in s["model"].astype(str)]
+        skipped.append(s)
+    models = pd.concat(frames, ignore_index=True, sort=False)
+    for c in CEILING_COLUMNS:
+        if c not in models.columns:
+            models[c] = math.nan
+    front = ["model", "zoo", *first.axes]
+    rest = [
+        c
+        for c in models.columns
+        if c not in front
+        and c not in measures
+        and c not in ("gap", "converged", *CEILING_COLUMNS)
+        and c not in dropped
+    ]
+    tail = ["gap", *(["converged"] if "converged" in models.columns else [])]
+    models = models[front + rest + tail + measures + list(CEILING_COLUMNS)]
+    known = [q.missing for q in parts if q.missing is not None]
+    missing = sorted(set.intersection(*map(set, known))) if known else []
+    tables = T.correlation_study(
+        models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level, missing=missing
+    )
+    notes = [n for q in parts for n in q.notes]
+    if len(parts) > 1:
+        notes.append(
+            f"{len(parts)} zoos pooled ({', '.join(names)}): configurations pooled by axis "
+            "values, each model's source in the 'zoo' column"
+        )
+    if any(is_result_folder(q.source) for q in parts):
+        notes.append(
+            "re-evaluated from the models.csv of "
+            + ", ".join(q.source for q in parts if is_result_folder(q.source))
+            + " (no model analyzed again)"
+        )
+    if dropped:
+        notes.append(f"measures not in every zoo, left out: {', '.join(dropped)}")
+    if missing:
+        notes.append(
+            f"{len(missing)} configurations of the grid have no usable model in any zoo; "
+            "they are named beside every verdict"
+        )
+    notes += tables.notes
+    skip = pd.concat(skipped, ignore_index=True) if skipped else pd.DataFrame()
+    skip = skip.reindex(columns=list(SKIPPED_COLUMNS))
+    return Correlation(
+        models,
+        tables.correlation,
+        skip,
+        list(first.axes),
+        measures,
+        first.gap,
+        first.manifest if len(parts) == 1 else " + ".join(q.source for q in parts),
+        first.task,
+        sum(q.n_listed for q in parts),
+        sum(q.n_unconverged for q in parts),
+        any(q.include_unconverged for q in parts),
+        bootstrap,
+        seed,
+        notes,
+        tables.differences,
+        rank_ceiling(models),
+        tables.n_configurations,
+        level,
+        missing,
+        tables.primary_statistic,
+        tables.primary_bootstrap,
+        zoos=names,
+    )
