@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from cli_runner import run_cli
+
 from specbound.studies.correlate import pool as P
 
 RESULT = (
