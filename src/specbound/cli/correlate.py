@@ -146,7 +146,7 @@ def correlate(
         on_data=None if quiet else progress_line,
     )
     if folders:
-        given = grid or [None] * len(folders)
+        given: list[Path | None] = list(grid) if grid else [None] * len(folders)
         parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
         result = P.pool(parts, bootstrap=bootstrap, seed=seed)
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
