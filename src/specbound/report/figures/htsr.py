@@ -161,7 +161,15 @@ def esd_figures(a: Analysis, out_dir: Path, esd: str = "worst", prefix: str = ""
         name = f"{prefix}esd" + (f"_{n + 1}" if len(chunks) > 1 else "")
         fig = _esd_page(a, chunk, fits, out_dir, name)
         if esd == "worst":
-            fig.title += " (ok fits farthest from alpha 2-6)"
+            outside = [i for i in chunk if not HTSR_GOOD[0] <= float(fits[i].alpha) <= HTSR_GOOD[1]]
+            if outside:
+                fig.title += " (ok fits farthest from alpha 2-6)"
+            else:
+                fig.title += " (every ok fit lies in alpha 2-6: the largest alphas shown)"
+                fig.caption += (
+                    " No matrix with an ok fit has alpha outside 2-6: these panels are the "
+                    "largest alphas, not outliers."
+                )
             failed = _failed_fits(fits)
             if failed:
                 fig.caption += (
