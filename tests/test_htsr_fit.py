@@ -176,3 +176,13 @@ def test_terminal_and_page_name_the_failed_fits(minilm_fits, capsys):
     assert len(rows) == 5 and any("8.44" in r and " 9 " in r for r in rows)
     html = "".join(analysis_sections(minilm_fits, []))
     assert "Power-law fit quality:" in html and "31 of 36 ok" in html
+
+
+def test_esd_worst_title_when_no_ok_fit_is_an_outlier(minilm_fits, tmp_path):
+    """MiniLM's ok fits all lie in 2..6 (2.46 to 5.13): the figure does not call them outliers
+    and names the left-out failed fits."""
+    from specbound.report.figures.htsr import esd_figures
+
+    (fig,) = esd_figures(minilm_fits, tmp_path, "worst")
+    assert "every ok fit lies in alpha 2-6" in fig.title and "farthest" not in fig.title
+    assert "5 of 36 fits are short_tail or poor" in fig.caption

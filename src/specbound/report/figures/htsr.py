@@ -183,12 +183,15 @@ def esd_figures(a: Analysis, out_dir: Path, esd: str = "worst", prefix: str = ""
         name = f"{prefix}esd" + (f"_{n + 1}" if len(chunks) > 1 else "")
         fig = _esd_page(a, chunk, fits, out_dir, name)
         if esd == "worst":
-            out_of_range = any(outside_good(float(fits[i].alpha)) > 0 for i in chunk)
-            fig.title += (
-                " (ok fits farthest from alpha 2-6)"
-                if out_of_range
-                else " (every ok fit inside alpha 2-6: the largest alphas)"
-            )
+            outside = [i for i in chunk if outside_good(float(fits[i].alpha)) > 0]
+            if outside:
+                fig.title += " (ok fits farthest from alpha 2-6)"
+            else:
+                fig.title += " (every ok fit lies in alpha 2-6: the largest alphas shown)"
+                fig.caption += (
+                    " No matrix with an ok fit has alpha outside 2-6: these panels are the "
+                    "largest alphas, not outliers."
+                )
             failed = _failed_fits(fits)
             if failed:
                 fig.caption += (
