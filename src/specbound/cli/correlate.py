@@ -48,7 +48,12 @@ def correlate(
         bool, typer.Option("--include-unconverged", help="Keep models with converged=false.")
     ] = False,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", help="Bootstrap draws for intervals.")
+        int,
+        typer.Option(
+            "--bootstrap",
+            help="Bootstrap draws for intervals and p-values (>= 200; verdicts need >= 1000; "
+            "the primary contrasts use at least 10000).",
+        ),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     data_measures: Annotated[
@@ -80,7 +85,9 @@ def correlate(
     from ..report.figures.style import require_matplotlib
     from ..report.pages.correlate import write_correlation
     from ..studies.correlate import correlate as run_correlate
+    from ..studies.correlate.verdicts import check_bootstrap
 
+    check_bootstrap(bootstrap, "--bootstrap")
     source = zoo if zoo is not None else manifest
     if source is None or (zoo is not None and manifest is not None):
         fail("correlate needs one zoo: a ZOO directory or --manifest FILE.csv")
@@ -130,7 +137,15 @@ def correlate(
                 "n_models": len(result.models),
                 "gap": result.gap,
                 "axes": list(result.axes),
+                "protocol": 3,
+                "bootstrap": result.bootstrap,
+                "primary_bootstrap": result.primary_bootstrap,
+                "primary_statistic": result.primary_statistic,
+                "missing": len(result.missing),
+                "missing_configurations": list(result.missing),
                 "correlation": result.correlation,
+                "primary": result.primary,
+                "differences": result.differences,
                 "skipped": result.skipped,
             }
         )
