@@ -52,7 +52,12 @@ def correlate(
         bool, typer.Option("--include-unconverged", help="Keep models with converged=false.")
     ] = False,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", help="Bootstrap draws for intervals.")
+        int,
+        typer.Option(
+            "--bootstrap",
+            help="Bootstrap draws for intervals and p-values (>= 200; verdicts need >= 1000; "
+            "the primary contrasts use at least 10000).",
+        ),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     data_measures: Annotated[
@@ -108,6 +113,9 @@ def correlate(
             "run correlate on the zoo directory to compute them"
         )
     source = manifest if manifest is not None else zoos[0]
+    from ..studies.correlate.verdicts import check_bootstrap
+
+    check_bootstrap(bootstrap, "--bootstrap")
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
         from ..studies.zoo.plan import max_threads
@@ -129,9 +137,6 @@ def correlate(
     def progress_line(line: str) -> None:
         sys.stderr.write(line + "\n")
 
-    from ..studies.correlate.table import check_bootstrap
-
-    check_bootstrap(bootstrap, seed)  # refused before any model is analyzed
     run_one = functools.partial(
         run_correlate,
         axes=axes,
@@ -163,7 +168,14 @@ def correlate(
                 "n_models": len(result.models),
                 "gap": result.gap,
                 "axes": list(result.axes),
+                "protocol": 3,
+                "bootstrap": result.bootstrap,
+                "primary_bootstrap": result.primary_bootstrap,
+                "primary_statistic": result.primary_statistic,
+                "missing": len(result.missing),
+                "missing_configurations": list(result.missing),
                 "correlation": result.correlation,
+                "primary": result.primary,
                 "differences": result.differences,
                 "skipped": result.skipped,
             }

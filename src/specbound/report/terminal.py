@@ -463,6 +463,61 @@ def correlation_answer(result: Any, measure: str = "spectrum_adaptive") -> str |
     return f"{measure}: {rows['verdict'].iloc[0]}"
 
 
+def _sig(v: Any) -> str:
+    """A difference or endpoint: 3 decimals, or 3 significant digits below 0.01 (a value near
+    0 never rounds to 0 or across it); "undefined" for NaN/None."""
+    if v is None or v != v:
+        return "undefined"
+    return f"{v:.3g}" if v != 0 and abs(v) < 0.01 else f"{v:.3f}"
+
+
+def _primary_table(rows: list[dict[str, Any]]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    t.add_column("", no_wrap=True)
+    for c in ("delta\n95% interval", "p\np_holm", "B"):
+        t.add_column(c, justify="right", no_wrap=True)
+    t.add_column("verdict", no_wrap=False)
+    for r in rows:
+        t.add_row(
+            escape(str(r["contrast"])),
+            f"{_sig(r['delta'])}\n[{_sig(r['low'])}, {_sig(r['high'])}]",
+            f"{_sig(r['p'])}\n{_sig(r['p_holm'])}",
+            f"{int(r['B']):,}",
+            escape(str(r["verdict"])),
+        )
+    return t
+
+
+def print_primary(result: Any, console: Any) -> None:
+    """The primary contrasts of protocol v3 (differences.csv, family primary): delta, its
+    interval, p and p_holm, the draws and the verdict; then what they compare, the evidence and
+    a count of the exploratory verdicts (q_bh)."""
+    d = getattr(result, "differences", None)
+    if d is None or "family" not in d.columns:
+        return
+    prim = d[d["family"] == "primary"].to_dict("records")
+    if prim:
+        st = prim[0]["statistic"]
+        _title(console, f"primary contrasts on {st} (Holm over {len(prim)})")
+        console.print(_primary_table(prim))
+        for r in prim:
+            console.print(
+                escape(f"{r['contrast']} = {r['measure']} − {r['versus']}: {r['evidence']}"),
+                highlight=False,
+            )
+    expl = d[d["family"] != "primary"]
+    if len(expl):
+        counts = expl["verdict"].value_counts()
+        said = ", ".join(f"{int(n)} {w}" for w, n in counts.items())
+        console.print(
+            escape(f"exploratory ({len(expl)} rows, BH q-values; not claims): {said}"),
+            highlight=False,
+        )
+
+
 def print_correlation(result: Any, out: Path | None = None, width: int | None = None) -> None:
     """The correlation table of ``correlate``: per measure n, Kendall tau, Psi with their 95%
     intervals and the robust sign error.
@@ -484,9 +539,17 @@ def print_correlation(result: Any, out: Path | None = None, width: int | None = 
         if excess > 0:
             table = _correlation_table(rows, stacked=True, name_width=max(8, longest - excess))
     console.print(table)
+    print_primary(result, console)
+    missing = list(getattr(result, "missing", []) or [])
+    if missing:
+        console.print(
+            escape(f"missing {len(missing)} of the grid (no usable model): " + ", ".join(missing)),
+            highlight=False,
+        )
     if out is not None:
         console.print(
-            f"wrote {escape(short_path(out, 40))}/: models.csv, correlation.csv, skipped.csv, "
+            f"wrote {escape(short_path(out, 40))}/: models.csv, correlation.csv, "
+            "differences.csv, skipped.csv, correlate.json, "
             f"figures/, report.html ({len(result.skipped)} skipped)",
             highlight=False,
         )

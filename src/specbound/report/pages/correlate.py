@@ -1,4 +1,8 @@
-"""The report page of ``specbound correlate`` (SPEC 10, protocol v2), and the output folder.
+"""The report page of ``specbound correlate`` (SPEC 10, protocol v3), and the output folder.
+
+Protocol v3: right after the lead, the primary contrasts P1-P3 (differences.csv, family
+primary) with delta, interval, p, p_holm, verdict and evidence, and the grid's configurations
+without a usable model, named; exploratory differences are labelled as such.
 
 The page opens with the answer in SPEC 10's words: what the tool's own proxy does here
 ("undetermined here: not shown to predict the gap" when its tau interval includes 0), each
@@ -73,8 +77,51 @@ def _verdict(row: dict[str, Any], axes: list[str]) -> str:
     return verdict(row, axes)
 
 
+def _sig(v: Any) -> str:
+    """3 decimals, or 3 significant digits below 0.01 (never rounds across 0 or a threshold)."""
+    x = _float(v)
+    if math.isnan(x):
+        return "undefined"
+    return f"{x:.3g}" if x != 0 and abs(x) < 0.01 else f"{x:.3f}"
+
+
+def primary_html(result: Correlation) -> str:
+    """The primary contrasts (protocol v3) as a small table, then the missing grid points."""
+    d = result.differences
+    parts = []
+    if d is not None and "family" in d.columns:
+        prim = d[d["family"] == "primary"].to_dict("records")
+        if prim:
+            rows = "".join(
+                f"<tr><td>{escape(r['contrast'])}</td><td><code>{escape(r['measure'])}</code> − "
+                f"<code>{escape(r['versus'])}</code></td><td>{escape(r['statistic'])}</td>"
+                f'<td class="num">{_sig(r["delta"])} [{_sig(r["low"])}, {_sig(r["high"])}]</td>'
+                f'<td class="num">{_sig(r["p"])}</td><td class="num">{_sig(r["p_holm"])}</td>'
+                f"<td><b>{escape(r['verdict'])}</b></td><td>{escape(r['evidence'])}</td></tr>"
+                for r in prim
+            )
+            parts.append(
+                "<p><b>Primary contrasts</b> (fixed in advance; Holm over these "
+                f"{len(prim)}; a verdict needs p_holm &lt; 0.05 and an interval that excludes 0, "
+                "&ge; 8 configurations and &ge; 1000 draws):</p>"
+                '<div class="scroll"><table><thead><tr><th>contrast</th><th>measure − versus'
+                "</th><th>statistic</th><th>delta [95% interval]</th><th>p</th><th>p_holm</th>"
+                "<th>verdict</th><th>evidence</th></tr></thead><tbody>"
+                + rows
+                + "</tbody></table></div>"
+            )
+    missing = list(getattr(result, "missing", []) or [])
+    if missing:
+        parts.append(
+            f'<p class="warn">{len(missing)} configurations of the grid have no usable model '
+            f"(missing, skipped or unconverged): {escape(', '.join(missing))}.</p>"
+        )
+    return "".join(parts)
+
+
 def differences_sentences(result: Correlation, measure: str) -> list[str]:
-    """differences.csv rows of ``measure`` in words ("better" only when low > 0)."""
+    """differences.csv rows of ``measure`` in words: protocol v3's ``verdict`` column (or, for
+    a table without it, "better" only when low > 0)."""
     from ...studies.correlate.table import better_word
 
     d = result.differences
@@ -85,9 +132,13 @@ def differences_sentences(result: Correlation, measure: str) -> list[str]:
         lo, hi, delta = _float(r["low"]), _float(r["high"]), _float(r["delta"])
         if math.isnan(delta):
             continue
-        word = better_word(lo, hi) if not (math.isnan(lo) or math.isnan(hi)) else "not shown"
+        if isinstance(r.get("verdict"), str) and r["verdict"]:
+            word = str(r["verdict"])
+        else:
+            word = better_word(lo, hi) if not (math.isnan(lo) or math.isnan(hi)) else "not shown"
         out.append(
-            f"vs {r['versus']} on {r['statistic']}: delta {delta:+.2f} {interval(lo, hi)}: {word}"
+            f"vs {r['versus']} on {r['statistic']}: delta {_sig(delta)} "
+            f"[{_sig(lo)}, {_sig(hi)}]: {word}"
         )
     return out
 
@@ -119,6 +170,7 @@ def answer_html(result: Correlation) -> str:
             lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
             lead += f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
         parts.append(f'<p class="lead"><b>{escape(lead)}.</b></p>')
+    parts.append(primary_html(result))
     rc = getattr(result, "rank_ceiling", None) or {}
     if rc.get("statement"):
         parts.append(f"<p><b>Rank ceiling:</b> {escape(rc['statement'])}</p>")
@@ -142,7 +194,7 @@ def answer_html(result: Correlation) -> str:
             f"({escape(_stat(rows[best], st, label.split()[-1]))}; the largest point value"
         )
         if said:
-            text += "; paired differences: " + escape("; ".join(said))
+            text += "; exploratory paired differences (BH q-values): " + escape("; ".join(said))
         text += escape(lead_clause(said))
         if best.endswith("sqrt_n") or best == "sample_size_only":
             text += escape(
@@ -206,7 +258,10 @@ def report_html(result: Correlation, figures: list[Figure]) -> str:
         sections.append(
             "<h2>differences.csv</h2>"
             '<p class="note">delta = statistic(measure) − statistic(versus); [low, high]: the '
-            "paired bootstrap interval. A measure is better only when low &gt; 0.</p>"
+            "paired bootstrap interval; p: its bootstrap p-value over B draws. Primary rows "
+            "(P1-P3) carry p_holm (Holm over them), exploratory rows q_bh (Benjamini-Hochberg "
+            "over them); a verdict is better or worse only when that figure is &lt; 0.05 and the "
+            "interval excludes 0, and never within 2 Monte Carlo errors of 0.05 (borderline).</p>"
             + table(d, page_size=50)
         )
     models = result.models.copy()

@@ -612,17 +612,28 @@ def with_verdicts(
         n_draws = int(r["B"])
         why = _comparable(r, info)
         ev = V.evidence(
-            B=n_draws,
+            B=asked,
             n_configurations=n_conf,
             statistic=st,
             n_strata_ok=strata,
             missing=missing,
         )
-        if asked < V.MIN_BOOTSTRAP or n_draws < V.MIN_BOOTSTRAP:
-            # no bootstrap (point estimates only), or the difference is defined on too few
-            # draws: never a verdict
+        if n_draws < asked:
+            ev = f"{ev}; the difference is defined on {n_draws} of the {asked} draws"
+        lacks = V.insufficient(
+            bootstrap=asked, n_configurations=n_conf, statistic=st, n_strata_ok=strata
+        )
+        if bootstrap < V.MIN_VERDICT_BOOTSTRAP or lacks:
+            # no bootstrap (point estimates only), a study asked for fewer draws than verdicts
+            # need (the primary rows' own 10000 do not lift that), too few configurations or
+            # strata: never a verdict
             word = V.INSUFFICIENT
-            ev = f"{ev} (of {asked} draws)" if asked and n_draws < asked else ev
+            if bootstrap < V.MIN_VERDICT_BOOTSTRAP:
+                ev = f"{ev}; bootstrap {bootstrap} < {V.MIN_VERDICT_BOOTSTRAP}"
+        elif why:
+            word = V.NOT_COMPARABLE
+        elif n_draws < V.MIN_BOOTSTRAP:  # defined on too few draws
+            word = V.INSUFFICIENT
         else:
             word = V.verdict(
                 estimate=float(r["delta"]),
@@ -630,7 +641,8 @@ def with_verdicts(
                 high=float(r["high"]),
                 p_adj=float(p_holm[i] if prim[i] else q_bh[i]),
                 p=float(p[i]),
-                B=n_draws,
+                B=asked,
+                defined=n_draws,
                 n_configurations=n_conf,
                 n_strata_ok=strata,
                 statistic=st,

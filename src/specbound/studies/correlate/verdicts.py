@@ -193,6 +193,7 @@ def verdict(
     comparable: bool = True,
     alpha: float = ALPHA,
     p: float | None = None,
+    defined: int | None = None,
 ) -> str:
     """The verdict word of one difference (measure - versus) on ``statistic`` (module doc).
 
@@ -200,7 +201,9 @@ def verdict(
     adjusted figure (``p_holm`` or ``q_bh``); ``B``: the draws behind it (< 200 raises);
     ``n_strata_ok``: strata of n with >= 3 configurations (used on ``tau_fixed_n``);
     ``comparable``: False when the comparison cannot mean anything; ``p``: the raw p-value,
-    when given the Monte Carlo error of ``p_adj`` is that of p scaled by the adjustment.
+    when given the Monte Carlo error of ``p_adj`` is that of p scaled by the adjustment;
+    ``defined``: the draws where the difference is defined (the B of p and of its Monte Carlo
+    error; default ``B``).
     """
     check_bootstrap(B, "B")
     if insufficient(
@@ -214,7 +217,7 @@ def verdict(
         return NOT_COMPARABLE
     if not all(math.isfinite(x) for x in (estimate, low, high, p_adj)):
         return UNDETERMINED
-    if abs(p_adj - alpha) <= 2.0 * adjusted_mc_error(p_adj, B, p):
+    if abs(p_adj - alpha) <= 2.0 * adjusted_mc_error(p_adj, defined or B, p):
         return BORDERLINE
     if p_adj < alpha and (low > 0 or high < 0):
         favours = estimate < 0 if statistic in SMALLER_IS_BETTER else estimate > 0
