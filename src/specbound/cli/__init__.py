@@ -23,6 +23,7 @@ COMMANDS = (
     "reproduce",
     "trajectory",
     "correlate",
+    "study",
     "version",
     "cache",
     "zoo",

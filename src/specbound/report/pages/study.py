@@ -1,0 +1,87 @@
+"""The page and folder of a multi-zoo study (``specbound study``): the primary table first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..html import escape, file_link, page, sig3, table
+
+if TYPE_CHECKING:
+    from ...studies.multizoo import Study
+
+FILES = ("primary.csv", "exploratory.csv", "study.json")
+
+
+def report_html(result: Study, out_dir: str | Path | None = None) -> str:
+    """The study page: what was pooled, the primary table (Holm over the whole study), the
+    replicate groups, then the exploratory rows, labelled as such."""
+    import pandas as pd
+
+    prim = result.primary
+    counts = result.summary()["verdicts"]
+    words = ", ".join(f"{v} {escape(k)}" for k, v in sorted(counts.items())) or "none"
+    tasks = sorted({str(t) for t in prim["task"].dropna()}) if len(prim) else []
+    sections = [
+        "<p>"
+        + escape(
+            f"Protocol v3 over {len(result.folders)} correlate folders"
+            + (f" ({', '.join(tasks)})" if tasks else "")
+            + f": {len(prim)} primary rows (P1 spectrum_adaptive - norm_based, P2 "
+            "spectrum_adaptive - num_parameters, P3 norm_based - num_parameters), Holm over all "
+            "of them. A row is better or worse only when its p_holm is below 0.05, its 95% "
+            "interval excludes 0 and p_holm is not within 2 Monte Carlo errors of 0.05."
+        )
+        + f" Verdicts: {words}.</p>",
+        '<p class="note">Files: '
+        + ", ".join(file_link(out_dir, f) for f in FILES)
+        + ". Every primary row's folder holds its own report.html.</p>",
+    ]
+    if len(prim):
+        show = prim.copy()
+        formats: dict[str, Any] = {
+            c: sig3 for c in ("delta", "low", "high", "p", "p_holm", "p_holm_folder")
+        }
+        sections.append(
+            "<h2>Primary contrasts (the study's verdicts)</h2>"
+            + table(show, first=["contrast", "task", "role"], formats=formats, page_size=60)
+        )
+    for g in result.groups:
+        rep = g.get("replicated", {})
+        line = ", ".join(f"{c}: {v}" for c, v in sorted(rep.items())) or "no primary rows"
+        seeds = "; ".join(f"{Path(k).name}: {', '.join(v)}" for k, v in g["seeds"].items())
+        sections.append(
+            f"<h2>Replicate group {escape(g['group'])}</h2><p>"
+            + escape(
+                f"replicated ({line}); a contrast is replicated only when each replicate alone "
+                f"is better (or each worse). Seeds: {seeds}."
+                + (f" Pooled folder: {Path(g['pooled']).name}." if g.get("pooled") else "")
+            )
+            + "</p>"
+        )
+    ex = result.exploratory
+    if isinstance(ex, pd.DataFrame) and len(ex):
+        sections.append(
+            "<h2>Exploratory rows (not verdicts of the study)</h2>"
+            '<p class="note">Every other difference of every folder, with its folder\'s q_bh '
+            "(Benjamini-Hochberg over that folder's exploratory rows): leads to follow up on a "
+            "new zoo, never a finding of this study.</p>"
+            + table(ex, first=["measure"], page_size=50)
+        )
+    if result.notes:
+        sections.append('<p class="note">' + "<br>".join(escape(n) for n in result.notes) + "</p>")
+    return page("Multi-zoo study (protocol v3): primary contrasts", sections, docs=("correlate",))
+
+
+def write_study(result: Study, out: str | Path) -> Path:
+    """primary.csv, exploratory.csv, study.json and report.html, atomically (io.output_dir)."""
+    from ...io import output_dir
+    from ...io.files import dumps_json
+
+    with output_dir(out) as tmp:
+        tmp = Path(tmp)
+        result.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
+        result.exploratory.to_csv(tmp / "exploratory.csv", index=False, float_format="%.17g")
+        (tmp / "study.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
+        (tmp / "report.html").write_text(report_html(result, tmp), encoding="utf-8")
+    return Path(out)
