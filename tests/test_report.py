@@ -60,17 +60,23 @@ def objects(reports: dict[str, Path]) -> dict[str, object]:
         }
 
 
-def _self_contained(html: str) -> None:
+def _self_contained(html: str, root: Path) -> None:
+    """No URL: images embedded, and every link a relative one to a file next to the page
+    (``root``, its folder: the CSVs and figure files, issue 36) or an anchor."""
     assert "http://" not in html and "https://" not in html
-    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", html)
+    assert not re.search(r"""src\s*=\s*["'](?!data:)""", html)
+    for href in re.findall(r"""href\s*=\s*["']([^"']*)""", html):
+        if not href.startswith("#"):
+            assert ":" not in href and not href.startswith("/") and ".." not in href, href
+            assert (root / href).is_file(), href
     assert "<link" not in html and not re.search(r"<script[^>]+src", html)
     assert "@import" not in html and "url(" not in html
-    assert '<table class="sortable">' in html and "<script>" in html
+    assert '<table class="sortable sticky1">' in html and "<script>" in html
 
 
 def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -> None:
     html = reports["analysis"].read_text()
-    _self_contained(html)
+    _self_contained(html, reports["analysis"].parent)
     imgs = re.findall(r'<img[^>]+src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     # spectral decay, contribution vs p, head heatmap (unless constant: said in words),
     # depth_factor, HTSR alpha per layer, ESD with its power-law fit (esd="worst")
@@ -91,7 +97,8 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
     # the depth factor is never headed plain "alpha"
     assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
     # matrices table: an FFN matrix has no head ("n/a", not applicable), never the CSV -1
-    table = html.split("(matrices.csv)</h2>", 1)[1].split("</table>", 1)[0]
+    table = re.split(r"\((?:<a [^>]+>)?matrices\.csv(?:</a>)?\)</h2>", html, maxsplit=1)[1]
+    table = table.split("</table>", 1)[0]
     rows = re.findall(r"<tr>(.*?)</tr>", table)
     cells = [c for r in rows if (c := re.findall(r"<td[^>]*>(.*?)</td>", r))]
     ffn = [c for c in cells if c[2] in ("M_in", "M_out")]
@@ -101,7 +108,7 @@ def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -
 
 def test_study_report(reports: dict[str, Path]) -> None:
     html = reports["study"].read_text()
-    _self_contained(html)
+    _self_contained(html, reports["study"].parent)
     assert html.count('src="data:image/png;base64,') >= 2
     answer = html.split("<figure", 1)[0]
     assert "Against N" in answer and "Against L" in answer
@@ -215,8 +222,9 @@ def test_no_inf_and_no_absolute_paths(reports: dict[str, Path], key: str) -> Non
 
 def test_report_tables_key_columns_sticky_header(reports: dict[str, Path]) -> None:
     html = reports["analysis"].read_text()
-    assert '<div class="tw"><table class="sortable">' in html
+    assert '<div class="tw"><table class="sortable sticky1">' in html
     assert re.search(r"th\{[^}]*position:sticky;top:0", html)
+    assert re.search(r"table\.sticky1 tbody td:first-child\{position:sticky;left:0", html)
     assert re.search(r"\.tw\{[^}]*overflow:auto", html)
     mats = html.split("Matrices, largest contributions first", 1)[1]
     heads = re.findall(r'<th[^>]*title="([^"]+)"', mats)[:6]
@@ -224,7 +232,7 @@ def test_report_tables_key_columns_sticky_header(reports: dict[str, Path]) -> No
     assert 'title="p_star">p*</th>' in mats  # words, with the CSV name as tooltip
     assert '<td class="txt" data-v="QK">' in mats or '<td class="txt" data-v="M_in">' in mats
     study = reports["study"].read_text()
-    models = study.split("Models (models.csv)", 1)[1]
+    models = re.split(r"Models \((?:<a [^>]+>)?models\.csv", study, maxsplit=1)[1]
     assert re.findall(r'<th[^>]*title="([^"]+)"', models)[:3] == [
         "model",
         "num_layers",

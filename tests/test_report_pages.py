@@ -599,3 +599,70 @@ def test_trajectory_claims_scoped_instability_undefined_and_ceiling(tmp_path: Pa
     assert movement(np.array([0.0, 1.0, 0.04])).startswith("ends where it started")
     assert movement(np.array([0.0, 1.0, 0.06])) == ""
     assert _links_resolve(tmp_path / "out" / "report.html")
+
+
+def _grid_study() -> object:
+    """3 N x 2 L models: per-fixed lines on 3 points (resid df 1, flagged) and 2 points
+    (resid df 0 along L); the proxies grow 4.63 vs 1.02-ish with N."""
+    from specbound.studies.scale import Study
+    from specbound.studies.scale.fit import growth_table
+
+    rows = []
+    for L in (2, 4):
+        for k, N in enumerate((64, 128, 256)):
+            wobble = (0.01, -0.02, 0.01)[k]
+            rows.append(
+                {
+                    "model": f"m/L{L}_N{N}",
+                    "num_layers": L,
+                    "hidden_size": N,
+                    "spectrum_adaptive": 1.02 * math.log10(N) + 0.1 * L + wobble,
+                    "norm_based": 4.63 * math.log10(N) + 0.3 * L - wobble,
+                    "spectrum_adaptive_share_p0": 0.5,
+                }
+            )
+    models = pd.DataFrame(rows)
+    return Study(models, growth_table(models), title="Scaling grid")
+
+
+def test_scale_page_names_se_not_shown_to_differ_and_flags_low_df(tmp_path: Path) -> None:
+    from specbound.report.pages.scale import write_study
+    from specbound.studies.scale.verdict import growth_verdict, low_df_flag
+
+    study = _grid_study()
+    g = study.growth
+    assert {low_df_flag(r) for _, r in g[g["fit"] == "per_fixed"].iterrows()} == {
+        "resid df 1 < 2",
+        "resid df 0: no SE",
+    }
+    study.to_dir(tmp_path / "s", extra=lambda tmp: write_study(study, tmp))
+    path = tmp_path / "s" / "report.html"
+    html = path.read_text()
+    answer = html.split("<h2>Figures</h2>", 1)[0]
+    assert re.search(r"exponent [0-9.]+ ± [0-9.e-]+ \(SE\) \(spectrum-adaptive\)", answer)
+    assert "indistinguishable" not in html
+    v = growth_verdict(g, "num_layers")
+    if v is not None and v.word == "not shown to differ":
+        assert "not shown to differ on this grid" in answer
+    assert "spectrum_adaptive against N at L = 2, 4 (resid df 1, 1)" in answer
+    assert "fewer than 2 residual degrees of freedom" in answer
+    table = html.split("Growth fits (", 1)[1]
+    assert ">resid df 1 &lt; 2<" in table and ">resid df 0: no SE<" in table
+    assert "Dotted, labelled &#x27;resid df&#x27;" in html  # the figure caption says so
+    assert html.count('class="sortable sticky1') == html.count("<table")
+    links = _links_resolve(path)
+    assert {"models.csv", "growth.csv"} <= set(links)
+
+
+def test_growth_table_slope_and_se_share_a_format() -> None:
+    """An SE is never printed next to a slope rounded to 0.000 (3 significant digits each)."""
+    from specbound.report.html import sig3, table
+
+    t = table(
+        pd.DataFrame({"exponent": [0.000123, 4.5], "exponent_se": [0.0186, 0.7]}),
+        formats={"exponent": sig3, "exponent_se": sig3},
+    )
+    assert ">0.000123<" in t and ">0.0186<" in t and "0.000<" not in t
+    assert (
+        sig3(223775.0) == "223,775" and sig3(8.2097) == "8.21" and sig3(float("nan")) == "undefined"
+    )

@@ -40,6 +40,26 @@ def _proxy_column(models: Any, proxy: str) -> str | None:
     return None
 
 
+def _low_df(growth: Any, proxy: str, axis: str, z: Any) -> int | None:
+    """The residual degrees of freedom of growth.csv's per-fixed fit of ``proxy`` along
+    ``axis`` at ``z`` when below ``verdict.MIN_RESID_DF`` (the line is flagged), else None."""
+    from ...studies.scale.verdict import MIN_RESID_DF, _df
+
+    if growth is None or growth.empty:
+        return None
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    rows = growth[
+        (growth[name_col] == proxy)
+        & (growth["axis"] == axis)
+        & (growth["fit"] == "per_fixed")
+        & (growth["fixed_value"].astype(float) == float(z))
+    ]
+    if rows.empty:
+        return None
+    d = _df(rows.iloc[0])
+    return d if d is not None and d < MIN_RESID_DF else None
+
+
 def _slope(growth: Any, proxy: str, axis: str, z: Any) -> float | None:
     """growth.csv's per-fixed slope of ``proxy`` along ``axis`` at fixed value ``z``."""
     if growth is None or growth.empty:
@@ -83,12 +103,16 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
     )
     cmap = plt.get_cmap("viridis")
     unit = "exponent" if axis == "hidden_size" else "log10 per layer"
+    flagged = False
     for ax, (proxy, _col) in zip(axes[0], proxies, strict=True):
         for i, (z, _g) in enumerate(groups):
             x, d = curves[(proxy, z)]
             color = cmap(i / max(len(groups) - 1, 1) * 0.85)
             b = _slope(study.growth, proxy, axis, z)
-            label = f"{osym} = {z}" + (f": slope {b:.2f}" if b is not None else "")
+            low = _low_df(study.growth, proxy, axis, z)
+            flagged = flagged or low is not None
+            label = f"{osym} = {z}" + (f": slope {b:.3g}" if b is not None else "")
+            label += f" (resid df {low}: unchecked)" if low is not None else ""
             ax.plot(x, 10.0**d if as_ratio else d, marker="o", ms=5, lw=0, color=color, label=label)
             if b is not None:
                 u = np.log10(x) if axis == "hidden_size" else x
@@ -96,7 +120,14 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
                 xs = np.linspace(u[ok].min(), u[ok].max(), 30)
                 line = d[ok].mean() + b * (xs - u[ok].mean())
                 xx = 10.0**xs if axis == "hidden_size" else xs
-                ax.plot(xx, 10.0**line if as_ratio else line, ls="--", lw=1.4, color=color)
+                ax.plot(
+                    xx,
+                    10.0**line if as_ratio else line,
+                    ls=":" if low is not None else "--",
+                    lw=1.4,
+                    color=color,
+                    alpha=0.6 if low is not None else 1.0,
+                )
         ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
         ax.set_xlabel(axis_label(sym, log=axis == "hidden_size"))
         ax.grid(True, which="major", alpha=0.3)
@@ -127,7 +158,13 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
         f"growth_vs_{axis}",
         f"Both proxies against {sym}",
         f"Each colour is one fixed {osym}, divided by its value at the smallest {sym}; "
-        f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}.",
+        f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}."
+        + (
+            " Dotted, labelled 'resid df': a fit with fewer than 2 residual degrees of freedom "
+            "(too few points to check the line; its SE rests on at most one residual)."
+            if flagged
+            else ""
+        ),
     )
 
 

@@ -286,7 +286,7 @@ def report_html(result: Correlation, figures: list[Figure]) -> str:
             f"<h2>skipped.csv ({len(result.skipped):,} models)</h2>"
             + table(result.skipped, page_size=50)
         )
-    return page(title, sections)
+    return page(title, sections, docs=("correlate", "measures"))
 
 
 def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:

@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...naming import display_name, display_names, natural_key
-from ..html import escape, figure_html, key_columns_first, page, scrub_paths, table
+from ..html import (
+    escape,
+    figure_html,
+    file_link,
+    files_html,
+    key_columns_first,
+    page,
+    scrub_paths,
+    sig3,
+    table,
+)
 from .analysis import PROXY_CAVEAT
 
 if TYPE_CHECKING:
@@ -29,6 +39,7 @@ GROWTH_FIRST = [
     "fit",
     "fixed_axis",
     "fixed_value",
+    "caveat",
     "exponent",
     "exponent_se",
     "log10_per_unit",
@@ -73,7 +84,8 @@ def study_answer_html(study: Study) -> str:
             )
             first = False
     if len(m):
-        for line in (V.ceiling_count(m), V.dominance_note(m), *V.measure_notes(m, g)):
+        low = V.low_df_note(g) if not g.empty else None
+        for line in (V.ceiling_count(m), V.dominance_note(m), low, *V.measure_notes(m, g)):
             if line:
                 lines.append(f"<p>{escape(line)}</p>")
     if study.growth.empty:
@@ -215,9 +227,27 @@ def write_study(
     return write_study_report(study, out_dir, figs)
 
 
+#: Slopes and their SEs on the page: 3 significant digits each, so an SE is never printed
+#: next to a slope rounded to "0.000".
+SLOPE_COLUMNS = ("exponent", "exponent_se", "log10_per_unit", "log10_per_unit_se")
+#: The files of a study folder its page links to (those that exist).
+STUDY_FILES = ("models.csv", "growth.csv", "skipped.csv", "study.json", "manifest.json")
+
+
+def growth_display(growth: pd.DataFrame) -> pd.DataFrame:
+    """growth.csv for the page: a ``caveat`` column (fits with fewer than 2 residual degrees
+    of freedom flagged, ``studies.scale.verdict.low_df_flag``) next to the key columns."""
+    from ...studies.scale import verdict as V
+
+    g = growth.copy()
+    if len(g):
+        g["caveat"] = [V.low_df_flag(r) for _, r in g.iterrows()]
+    return key_columns_first(g, GROWTH_FIRST)
+
+
 def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]) -> Path:
     """Write report.html for a study into ``out_dir`` (figures already written)."""
-    growth = key_columns_first(study.growth, GROWTH_FIRST).copy()
+    growth = growth_display(study.growth)
     if "fixed_value" in growth.columns and "fit" in growth.columns:
         fixed = [
             ("all" if f == "pooled" else (int(v) if v == v and v is not None else ""))
@@ -225,11 +255,11 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
         ]
         growth["fixed_value"] = fixed
     sections = [
-        study_answer_html(study),
+        study_answer_html(study) + files_html(out_dir, STUDY_FILES),
         "<h2>Figures</h2>" + "".join(figure_html(f) for f in figs),
-        "<h2>Models (models.csv)</h2>"
+        f"<h2>Models ({file_link(out_dir, 'models.csv')})</h2>"
         + table(models_display(study), page_size=50, labels=SHARE_LABELS),
-        "<h2>Growth fits (growth.csv)</h2>"
+        f"<h2>Growth fits ({file_link(out_dir, 'growth.csv')})</h2>"
         '<p class="note">exponent: slope of log10 of the measure (B for the bounds) on log10 of '
         "the axis; log10 per unit: slope of log10 of the measure on the axis value. per_fixed: "
         "one fit per value of the other axis; "
@@ -237,8 +267,16 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
         "(undefined when there are no residual degrees of freedom: resid df 0, e.g. a line "
         "through two points). Two slopes are called different only when they differ by more "
         "than max(2, t_0.975(df)) combined standard errors; never without residual degrees of "
-        "freedom.</p>" + table(growth, page_size=50),
+        "freedom. Slopes and SEs: 3 significant digits. caveat: a fit with fewer than 2 "
+        "residual degrees of freedom (too few points to check its line; at df 1 its SE rests "
+        "on one residual, at df 0 there is none).</p>"
+        + table(
+            growth,
+            page_size=50,
+            formats=dict.fromkeys(SLOPE_COLUMNS, sig3),
+            labels={"caveat": "caveat", "resid_df": "resid df"},
+        ),
     ]
     path = Path(out_dir) / "report.html"
-    path.write_text(page(study.title, sections), encoding="utf-8")
+    path.write_text(page(study.title, sections, docs=("scale", "measures")), encoding="utf-8")
     return path

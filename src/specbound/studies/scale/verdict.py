@@ -5,7 +5,9 @@ Two slopes b1 ± se1 and b2 ± se2 (OLS standard errors) are called different on
     |b1 - b2| > k * sqrt(se1^2 + se2^2),   k = max(2, t_0.975(df)),
 
 df the residual degrees of freedom of the fits (the smaller of the two; k = 2 when the table
-does not say), otherwise "indistinguishable on this grid". A slope without a standard error
+does not say), otherwise "not shown to differ on this grid" (never "indistinguishable": a
+difference within the noise of a small grid is not evidence of equal growth). Slopes are written
+``b ± se (SE)``, the standard error named. A slope without a standard error
 (no residual degrees of freedom: as many parameters as points) cannot be judged: the verdict
 says so instead of guessing, and never calls such a difference significant. When every
 per-fixed line rests on two points the verdict says so.
@@ -32,7 +34,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Verdict words, from the point of view of the first slope.
-SLOWER, FASTER, SAME, UNKNOWN = "more slowly", "faster", "indistinguishable", "undetermined"
+SLOWER, FASTER, SAME, UNKNOWN = "more slowly", "faster", "not shown to differ", "undetermined"
+#: A fit with fewer residual degrees of freedom than this is flagged (its SE rests on at most
+#: one residual; with none there is no SE at all).
+MIN_RESID_DF = 2
 
 K_SE = 2.0
 AXIS_SYMBOL = {"hidden_size": "N", "num_layers": "L"}
@@ -115,7 +120,46 @@ class Verdict:
 
 
 def _pm(v: float, se: float | None) -> str:
-    return f"{v:.3g}" + (f" ± {float(se or 0.0):.2g}" if _finite(se) else " (no SE)")
+    """``b ± se (SE)`` (3 and 2 significant digits), or ``b (no SE)``."""
+    return f"{v:.3g}" + (f" ± {float(se or 0.0):.2g} (SE)" if _finite(se) else " (no SE)")
+
+
+def low_df_flag(row: Any) -> str:
+    """The flag of a growth row with fewer than MIN_RESID_DF residual degrees of freedom
+    ("" otherwise): the line is drawn but its SE (if any) rests on at most one residual."""
+    d = _df(row)
+    if d is None or d >= MIN_RESID_DF:
+        return ""
+    if d <= 0:
+        return f"resid df {d}: no SE"
+    return f"resid df {d} < {MIN_RESID_DF}"
+
+
+def low_df_fits(growth: pd.DataFrame, names: tuple[str, ...] | None = None) -> list[str]:
+    """The growth fits (of the measures ``names``, default all) with fewer than MIN_RESID_DF
+    residual degrees of freedom, one phrase per measure and axis, e.g. "spectrum_adaptive
+    against N at L = 1, 2, 3 (resid df 1, 1, 1)"."""
+    if growth is None or growth.empty:
+        return []
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    groups: dict[tuple[str, str], list[str]] = {}
+    dfs: dict[tuple[str, str], list[str]] = {}
+    for _, r in growth.iterrows():
+        d = _df(r)
+        if d is None or d >= MIN_RESID_DF or (names is not None and r[name_col] not in names):
+            continue
+        key = (str(r[name_col]), str(r["axis"]))
+        z = _fmt_z(r["fixed_value"]) if r.get("fit") == "per_fixed" else "pooled"
+        groups.setdefault(key, []).append(z)
+        dfs.setdefault(key, []).append(str(d))
+    out = []
+    for (name, axis), zs in groups.items():
+        sym, other = _symbols(axis)
+        where = ", ".join(zs)
+        out.append(
+            f"{name} against {sym} at {other} = {where} (resid df {', '.join(dfs[(name, axis)])})"
+        )
+    return out
 
 
 def _fmt_z(z: Any) -> str:
@@ -221,8 +265,8 @@ def growth_verdict(
     )
     if word == SAME:
         sentence = (
-            f"{what}: {_apart(a, b, slope, kk)}, so the growth with {sym} is "
-            "indistinguishable on this grid."
+            f"{what}: {_apart(a, b, slope, kk)}, so their growth with {sym} is "
+            "not shown to differ on this grid."
         )
     elif word == UNKNOWN:
         sentence = (
@@ -309,10 +353,10 @@ def ceiling_verdict(models: pd.DataFrame, growth: pd.DataFrame, axis: str) -> st
     slower = vs_norm is not None and vs_norm.word == SLOWER
     if word == SAME:
         lead = (
-            f"The spectrum-adaptive proxy's slower growth with {sym} is indistinguishable from "
-            "its rank ceiling's growth"
+            f"The spectrum-adaptive proxy's slower growth with {sym} is not shown to differ "
+            "from its rank ceiling's growth"
             if slower
-            else f"The spectrum-adaptive proxy's growth with {sym} is indistinguishable from "
+            else f"The spectrum-adaptive proxy's growth with {sym} is not shown to differ from "
             "its rank ceiling's"
         )
         return (
@@ -416,8 +460,40 @@ def study_verdict(study: Any) -> list[str]:
         c = ceiling_verdict(m, g, axis) if not g.empty else None
         if c is not None:
             out.append(c)
-    for line in (ceiling_count(m), dominance_note(m)):
+    for line in (ceiling_count(m), dominance_note(m), low_df_note(g)):
         if line:
             out.append(line)
     out.extend(measure_notes(m, g))
     return out
+
+
+def low_df_note(
+    growth: pd.DataFrame, names: tuple[str, ...] = ("spectrum_adaptive", "norm_based")
+) -> str | None:
+    """One sentence flagging the growth fits of ``names`` (the two proxies, whose lines the
+    figures draw) with fewer than MIN_RESID_DF residual degrees of freedom, with the count
+    over every measure's fits (all flagged in the page's growth table); None when none."""
+    if growth is None or growth.empty:
+        return None
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    n_all = sum(1 for _, r in growth.iterrows() if (d := _df(r)) is not None and d < MIN_RESID_DF)
+    if n_all == 0:
+        return None
+    flagged = low_df_fits(growth, names)
+    n_named = sum(
+        1
+        for _, r in growth.iterrows()
+        if r[name_col] in names and (d := _df(r)) is not None and d < MIN_RESID_DF
+    )
+    head = (
+        f"{n_named} growth fit{'s' if n_named != 1 else ''} of the two proxies "
+        f"({'; '.join(flagged)}) and {n_all - n_named} of the other measures have"
+        if flagged
+        else f"{n_all} growth fit{'s' if n_all != 1 else ''} of the other measures have"
+    )
+    return (
+        f"{head} fewer than {MIN_RESID_DF} residual degrees of freedom: such a line has too "
+        "few points to check it, and its SE rests on at most one residual (none at df 0); read "
+        "it as a sketch, not a measured slope (flagged in the figures and in the growth table's "
+        "caveat column)."
+    )
