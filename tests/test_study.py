@@ -109,8 +109,14 @@ def test_growth_csv_against_hand_fit(study_out: Path) -> None:
     logs = {"spectrum_adaptive", "norm_based", "log_spectral_product", "log_frobenius_product"}
     diag = ["spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap"]
     ceiling = "log10_spectrum_adaptive_ceiling"
-    assert list(m.columns[-5:]) == [*diag, ceiling, "share_p0", "share_p2"]
-    want = {c for c in m.columns[5:-5] if m[c].notna().all() and (c in logs or (m[c] > 0).all())}
+    from specbound.studies.scale.run import HTSR_FIT_COLUMNS
+
+    k = len(HTSR_FIT_COLUMNS)  # last: the HTSR means over ok fits and their counts (not fitted)
+    assert list(m.columns[-k:]) == HTSR_FIT_COLUMNS
+    assert list(m.columns[-5 - k : -k]) == [*diag, ceiling, "share_p0", "share_p2"]
+    want = {
+        c for c in m.columns[5 : -5 - k] if m[c].notna().all() and (c in logs or (m[c] > 0).all())
+    }
     assert "distance_from_init" not in want and "frobenius_sum" in want
     assert set(g.measure) == want | {ceiling}  # the rank ceiling is fitted like a measure
     for r in g[g.measure == ceiling].itertuples():  # fitted as log10 values, like the proxies
