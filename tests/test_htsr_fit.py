@@ -186,3 +186,13 @@ def test_esd_worst_title_when_no_ok_fit_is_an_outlier(minilm_fits, tmp_path):
     (fig,) = esd_figures(minilm_fits, tmp_path, "worst")
     assert "every ok fit lies in alpha 2-6" in fig.title and "farthest" not in fig.title
     assert "5 of 36 fits are short_tail or poor" in fig.caption
+
+
+def test_scale_models_csv_counts_the_ok_fits(minilm_fits):
+    from specbound.studies.scale.run import HTSR_FIT_COLUMNS, model_columns, model_row
+
+    row = model_row(minilm_fits)
+    assert model_columns()[-len(HTSR_FIT_COLUMNS) :] == HTSR_FIT_COLUMNS
+    assert row["htsr_fits"] == 36 and row["htsr_alpha_fits_used"] == 31
+    assert row["htsr_alpha_ok"] == minilm_fits.htsr_fit_summary()["htsr_alpha_ok"]
+    assert row["htsr_alpha"] == minilm_fits.measures["htsr_alpha"]  # SPEC 9's mean, unchanged

@@ -70,8 +70,8 @@ def layers_command(
         str,
         typer.Option(
             "--granularity",
-            help="alphapruning: one sparsity per layer (the mean alpha of its ok fits, as the "
-            "paper) or per matrix.",
+            help="alphapruning: layer (one sparsity per layer from the mean alpha of its ok "
+            "fits, as in the authors' code) or matrix (one per weight matrix).",
         ),
     ] = "layer",
     lr_min: Annotated[

@@ -158,6 +158,13 @@ LABELS = {
     "htsr_xmin": "HTSR x_min",
     "htsr_D": "HTSR D",
     "htsr_num_tail": "HTSR tail size",
+    "htsr_fit": "HTSR fit",
+    "htsr_fit_reason": "HTSR fit reason",
+    "htsr_fits": "HTSR fits",
+    "htsr_alpha_ok": "HTSR alpha (ok fits)",
+    "htsr_alpha_fits_used": "ok fits used",
+    "htsr_alpha_weighted_ok": "HTSR alpha weighted (ok fits)",
+    "htsr_alpha_weighted_fits_used": "ok fits used (weighted)",
     **{f"contribution_{t}": f"c* {t}" for t in ("QK", "OV", "M_in", "M_out")},
     # track.csv's per-matrix-type columns
     **{f"{t}_mean_p_star": f"{t} mean p*" for t in ("QK", "OV", "M_in", "M_out")},

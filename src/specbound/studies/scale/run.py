@@ -32,11 +32,20 @@ PROXIES = ("spectrum_adaptive", "norm_based")
 SIZE_COLUMNS = ["model", "num_layers", "hidden_size", "num_heads", "intermediate_size"]
 CEILING_COLUMNS = ["spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap", CEILING_COLUMN]
 P_COLUMNS = ["share_p0", "share_p2"]
+#: The HTSR means over ok fits only, with the number of fits each used and the fits made
+#: (``Analysis.htsr_fit_summary``); empty when the raw-weight spectra were not computed.
+HTSR_FIT_COLUMNS = [
+    "htsr_fits",
+    "htsr_alpha_ok",
+    "htsr_alpha_fits_used",
+    "htsr_alpha_weighted_ok",
+    "htsr_alpha_weighted_fits_used",
+]
 
 
 def model_columns() -> list[str]:
     """The columns of models.csv, in order."""
-    return SIZE_COLUMNS + measure_columns() + CEILING_COLUMNS + P_COLUMNS
+    return SIZE_COLUMNS + measure_columns() + CEILING_COLUMNS + P_COLUMNS + HTSR_FIT_COLUMNS
 
 
 def model_row(a: Analysis) -> dict[str, Any]:
@@ -55,7 +64,15 @@ def model_row(a: Analysis) -> dict[str, Any]:
         CEILING_COLUMN: a.log10_spectrum_adaptive_ceiling,
         "share_p0": float(np.mean(p == 0)) if p.size else 0.0,
         "share_p2": float(np.mean(p == 2)) if p.size else 0.0,
+        **_htsr_fit_columns(a),
     }
+
+
+def _htsr_fit_columns(a: Analysis) -> dict[str, Any]:
+    if getattr(a, "weight_spectra", None) is None:
+        return dict.fromkeys(HTSR_FIT_COLUMNS)
+    h = a.htsr_fit_summary()
+    return {c: h[c] for c in HTSR_FIT_COLUMNS}
 
 
 @dataclass
