@@ -3,8 +3,10 @@
 Usage:
     python benchmarks/generalization/tables.py              # the committed tables as they are
     python benchmarks/generalization/tables.py --recompute  # protocol v2 from models.csv
-    python benchmarks/generalization/tables.py --check README.md
-        # exit 1 unless every measure row of README.md's tables is a row printed here
+    python benchmarks/generalization/tables.py --check README.md [../../README.md ...]
+        # exit 1 unless every measure row of README.md's tables is a row printed here, every
+        # claim of claims.csv has its committed row with the verdict it asserts, and every
+        # verdict sentence of the given texts cites a claim ([C1]) whose verdict it states
 
 Reads only; writes nothing. A results folder written by protocol v2 (correlation.csv with
 ``kendall_tau_low``, differences.csv) is printed as v2 tables: tau, Psi, tau_fixed_n and
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -28,7 +31,18 @@ HERE = Path(__file__).resolve().parent
 
 
 def f(x: float | None, nd: int = 2) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.{nd}f}"
+    """``+0.12``; a value that would round to 0.00 (|x| < 0.005, not 0) keeps 3 significant
+    digits, so an endpoint near 0 never reads as 0 (or as the wrong side of it)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    if x != 0 and abs(x) < 0.5 * 10**-nd:
+        return f"{x:+.3g}"
+    return f"{x:+.{nd}f}"
+
+
+def pv(x: float | None) -> str:
+    """A p-value or adjusted figure: 3 significant digits."""
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3g}"
 
 
 def iv(r: dict, stat: str) -> str:
@@ -149,14 +163,89 @@ def correlation_tables_v2(c: pd.DataFrame, axes: list[str]) -> str:
     return "\n\n".join(out)
 
 
+def primary_table(d: pd.DataFrame) -> str:
+    """The primary rows (P1-P3) of one folder: delta, p, p_holm over the folder, verdict."""
+    rows = [
+        [
+            str(r["contrast"]),
+            f"`{r['measure']}` − `{r['versus']}`",
+            str(r["statistic"]),
+            f"{f(r['delta'])} [{f(r['low'])}, {f(r['high'])}]",
+            pv(r["p"]),
+            pv(r["p_holm"]),
+            str(r["verdict"]),
+        ]
+        for r in d[d["family"] == "primary"].to_dict("records")
+    ]
+    return table(
+        ["contrast", "difference", "statistic", "delta [95%]", "p", "p_holm", "verdict"], rows
+    )
+
+
+def study_table(p: pd.DataFrame) -> str:
+    """The study's primary table: every P1-P3 row of every folder, Holm over all of them."""
+    rows = [
+        [
+            str(r["contrast"]),
+            f"`{Path(str(r['folder'])).name}`",
+            str(r["role"]),
+            f"{f(r['delta'])} [{f(r['low'])}, {f(r['high'])}]",
+            pv(r["p"]),
+            pv(r["p_holm"]),
+            str(r["verdict"]),
+            "" if not isinstance(r["replicated"], str) else r["replicated"],
+        ]
+        for r in p.to_dict("records")
+    ]
+    return table(
+        [
+            "contrast",
+            "folder",
+            "role",
+            "delta [95%]",
+            "p",
+            "p_holm (study)",
+            "verdict",
+            "replicated",
+        ],
+        rows,
+    )
+
+
 def differences_table(d: pd.DataFrame, statistic: str) -> str:
-    """Paired differences of one statistic: delta [low, high] and whether it is shown."""
+    """Paired differences of one statistic: delta [low, high] and whether it is shown
+    (protocol v3 folders: the exploratory rows with q_bh and their verdict)."""
     sub = d[d["statistic"] == statistic]
+    if "family" in sub.columns:
+        sub = sub[sub["family"] == "exploratory"]
+        rows3 = [
+            [
+                f"`{r['measure']}`",
+                f"`{r['versus']}`",
+                f"{f(r['delta'])} [{f(r['low'])}, {f(r['high'])}]",
+                pv(r["q_bh"]),
+                str(r["verdict"]),
+            ]
+            for r in sub.to_dict("records")
+            if not pd.isna(r["delta"])
+        ]
+        return table(
+            ["measure", "versus", f"delta {statistic} [95%]", "q_bh", "verdict (exploratory)"],
+            rows3,
+        )
     rows = []
     for r in sub.to_dict("records"):
         if pd.isna(r["delta"]):
             continue
-        shown = "better" if r["low"] > 0 else "worse" if r["high"] < 0 else "not shown"
+        shown = (
+            str(r["verdict"])
+            if "verdict" in r and isinstance(r["verdict"], str)
+            else "better"
+            if r["low"] > 0
+            else "worse"
+            if r["high"] < 0
+            else "not shown"
+        )
         rows.append(
             [
                 f"`{r['measure']}`",
@@ -181,8 +270,9 @@ def recompute(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict
 
 
 def measure_names() -> set[str]:
-    """Every measure of every committed correlation.csv."""
-    names: set[str] = set()
+    """Every measure of every committed correlation.csv, and the primary contrasts' names
+    (the first cell of a primary row)."""
+    names: set[str] = {"P1", "P2", "P3"}
     for c in (HERE / "results").glob("*/correlation.csv"):
         names |= set(pd.read_csv(c)["measure"])
     return names
@@ -201,36 +291,176 @@ def unbacked_rows(readme: str, printed: str) -> list[str]:
     return out
 
 
+# --- claims as data ---------------------------------------------------------------------------
+
+CLAIMS = HERE / "claims.csv"
+CLAIM_COLUMNS = ["claim", "folder", "measure", "versus", "statistic", "verdict"]
+#: A sentence holding one of these words states a verdict: it must cite a claim ([C1]).
+VERDICT_WORDS = re.compile(
+    r"\b(better|worse|beats?|outperforms?|predicts?|replicated|borderline|undetermined|"
+    r"not shown|insufficient evidence|not comparable)\b",
+    re.IGNORECASE,
+)
+TAG = re.compile(r"\[(C\d+)\]")
+#: How a sentence says each verdict.
+SAYS = {
+    "better": r"\b(better|beats?|outperforms?)\b",
+    "worse": r"\bworse\b",
+    "undetermined": r"\b(not shown|undetermined)\b",
+    "borderline": r"\bborderline\b",
+    "insufficient evidence": r"\binsufficient evidence\b",
+    "not comparable": r"\bnot comparable\b",
+}
+
+
+def claim_row(c: dict) -> dict | None:
+    """The committed row a claim rests on: ``folder`` is a results folder (its differences.csv)
+    or ``study/<folder>`` (the study's primary.csv row of that folder)."""
+    folder = str(c["folder"])
+    if folder.startswith("study/"):
+        path = HERE / "results" / "study" / "primary.csv"
+        if not path.is_file():
+            return None
+        d = pd.read_csv(path)
+        d = d[d["folder"].map(lambda x: Path(str(x)).name) == folder.removeprefix("study/")]
+    else:
+        path = HERE / "results" / folder / "differences.csv"
+        if not path.is_file():
+            return None
+        d = pd.read_csv(path)
+    hit = d[(d["measure"] == c["measure"]) & (d["versus"] == c["versus"])]
+    hit = hit[hit["statistic"] == c["statistic"]]
+    return None if hit.empty else hit.iloc[0].to_dict()
+
+
+def claim_problems(texts: dict[str, str]) -> list[str]:
+    """Every way the claims table and the README texts disagree (empty: they agree):
+    a claim with no row, a claim whose row's verdict differs, a tag naming no claim, a sentence
+    whose tag's verdict it does not state, and a verdict sentence that cites no claim."""
+    claims = pd.read_csv(CLAIMS, dtype=str) if CLAIMS.is_file() else pd.DataFrame()
+    bad = []
+    if list(claims.columns) != CLAIM_COLUMNS:
+        return [f"{CLAIMS.name}: columns must be {','.join(CLAIM_COLUMNS)}"]
+    by_id = {}
+    for c in claims.to_dict("records"):
+        by_id[c["claim"]] = c
+        row = claim_row(c)
+        if row is None:
+            bad.append(
+                f"claim {c['claim']}: no committed row ({c['folder']}: {c['measure']} - "
+                f"{c['versus']} on {c['statistic']})"
+            )
+        elif str(row["verdict"]) != c["verdict"]:
+            bad.append(
+                f"claim {c['claim']}: asserts {c['verdict']!r}, its row says {row['verdict']!r}"
+            )
+    for name, text in texts.items():
+        for sentence in verdict_sentences(text):
+            tags = TAG.findall(sentence)
+            if not tags:
+                bad.append(f"{name}: a verdict sentence cites no claim: {sentence[:160]}")
+            for t in tags:
+                c = by_id.get(t)
+                if c is None:
+                    bad.append(f"{name}: [{t}] is not in {CLAIMS.name}")
+                elif not re.search(SAYS.get(c["verdict"], "$^"), sentence, re.IGNORECASE):
+                    bad.append(
+                        f"{name}: [{t}] asserts {c['verdict']!r} but its sentence does "
+                        f"not say so: {sentence[:160]}"
+                    )
+    return bad
+
+
+def verdict_sentences(text: str) -> list[str]:
+    """The prose sentences of a markdown text that hold a verdict word (code blocks, tables
+    and headings left out)."""
+    prose, fenced = [], False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith(("|", "#")):
+            prose.append("")
+            continue
+        prose.append(line)
+    out = []
+    for para in "\n".join(prose).split("\n\n"):
+        flat = " ".join(para.split())
+        for sentence in re.split(r"(?<=[.!?;])\s+(?=[A-Z*(`\[])", flat):
+            if VERDICT_WORDS.search(sentence):
+                out.append(sentence)
+    return out
+
+
+def folder_tables(folder: Path) -> list[str]:
+    """The tables of one correlate folder, as printed."""
+    meta = json.loads((folder / "correlate.json").read_text())
+    return tables_of(
+        pd.read_csv(folder / "correlation.csv"),
+        pd.read_csv(folder / "differences.csv"),
+        list(meta["axes"]),
+        meta.get("rank_ceiling", {}),
+    )
+
+
+def tables_of(c: pd.DataFrame, d: pd.DataFrame, axes: list[str], ceil: dict) -> list[str]:
+    """Primary rows, correlation tables, rank ceiling and differences, as printed."""
+    parts = []
+    if "family" in d.columns:
+        parts.append(primary_table(d) + "\n")
+    parts.append(correlation_tables_v2(c, axes) + "\n")
+    if ceil.get("statement"):
+        parts.append(f"Rank ceiling: {ceil['statement']}\n")
+    for st in ("tau_fixed_n", "psi_fixed_n", "kendall_tau", "psi"):
+        parts.append(differences_table(d, st) + "\n")
+    return parts
+
+
+def summary_of(folder: Path) -> str:
+    meta = json.loads((folder / "correlate.json").read_text())
+    zoos = [z for z in meta.get("zoos") or [] if (HERE / "zoos" / z).is_dir()]
+    if len(zoos) > 1:
+        return "\n".join(f"- `{z}`: {zoo_summary(z)}" for z in zoos)
+    return zoo_summary(zoo_of(folder))
+
+
 def render(again: bool = False) -> str:
-    """Every table, as printed: the committed statistics, or (``again``) protocol v2 recomputed
-    from the committed models.csv."""
+    """Every table, as printed: the committed statistics, or (``again``) recomputed from the
+    committed models.csv."""
     parts = []
     for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
-        parts.append(f"## {folder.name}\n\n{zoo_summary(zoo_of(folder))}\n")
-        c = pd.read_csv(folder / "correlation.csv")
-        meta = json.loads((folder / "correlate.json").read_text())
-        if again:
-            c, d, axes, ceil = recompute(folder)
-            parts.append("(protocol v2, recomputed from the committed models.csv)\n")
-        elif "kendall_tau_low" in c.columns:
-            d = pd.read_csv(folder / "differences.csv")
-            axes, ceil = list(meta["axes"]), meta.get("rank_ceiling", {})
-        else:
-            parts.append(correlation_table_v1(c) + "\n")
+        if not (folder / "correlation.csv").is_file():
             continue
-        parts.append(correlation_tables_v2(c, axes) + "\n")
-        if ceil.get("statement"):
-            parts.append(f"Rank ceiling: {ceil['statement']}\n")
-        for st in ("tau_fixed_n", "psi_fixed_n", "kendall_tau", "psi"):
-            parts.append(differences_table(d, st) + "\n")
+        parts.append(f"## {folder.name}\n\n{summary_of(folder)}\n")
+        if again:
+            parts.append("(recomputed from the committed models.csv)\n")
+            parts += tables_of(*recompute(folder))
+            continue
+        parts += folder_tables(folder)
+    study = HERE / "results" / "study" / "primary.csv"
+    if study.is_file():
+        parts.append("## study (every primary row, Holm over all of them)\n")
+        parts.append(study_table(pd.read_csv(study)) + "\n")
+    ladder = HERE / "results" / "digits-ladder" / "growth.csv"
+    if ladder.is_file():
+        from ladder import ladder_tables
+
+        parts.append("## digits-ladder (specbound scale over the size ladder)\n")
+        parts.append(ladder_tables(ladder.parent) + "\n")
     return "\n".join(parts)
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--check"] and len(argv) == 2:
-        bad = unbacked_rows(Path(argv[1]).read_text(), render())
+    if argv[:1] == ["--check"] and len(argv) >= 2:
+        printed = render()
+        texts = {a: Path(a).read_text() for a in argv[1:]}
+        bad = [
+            f"not in the committed tables: {line}"
+            for line in unbacked_rows(texts[argv[1]], printed)
+        ]
+        bad += claim_problems(texts)
         for line in bad:
-            print(f"not in the committed tables: {line}", file=sys.stderr)
+            print(line, file=sys.stderr)
         sys.exit(1 if bad else 0)
     print(render(again="--recompute" in argv))
 

@@ -38,14 +38,40 @@ def report_html(result: Study, out_dir: str | Path | None = None) -> str:
         + ". Every primary row's folder holds its own report.html.</p>",
     ]
     if len(prim):
-        show = prim.copy()
-        formats: dict[str, Any] = {
-            c: sig3 for c in ("delta", "low", "high", "p", "p_holm", "p_holm_folder")
-        }
+        show = pd.DataFrame(
+            {
+                "contrast": prim["contrast"],
+                "folder": [Path(str(f)).name for f in prim["folder"]],
+                "role": prim["role"],
+                "delta": prim["delta"],
+                "interval": [
+                    f"[{sig3(lo)}, {sig3(hi)}]"
+                    for lo, hi in zip(prim["low"], prim["high"], strict=True)
+                ],
+                "p_holm": prim["p_holm"],
+                "verdict": prim["verdict"],
+                "replicated": prim["replicated"],
+                "p": prim["p"],
+                "statistic": prim["statistic"],
+                "evidence": prim["evidence"],
+            }
+        )
+        formats: dict[str, Any] = {c: sig3 for c in ("delta", "p", "p_holm")}
         sections.append(
             "<h2>Primary contrasts (the study's verdicts)</h2>"
-            + table(show, first=["contrast", "task", "role"], formats=formats, page_size=60)
+            '<p class="note">interval: the 95% paired bootstrap interval of delta; p_holm: Holm '
+            "over every row of this table; the other columns are in primary.csv.</p>"
+            + table(show, formats=formats, page_size=60)
         )
+        links = []
+        for f in dict.fromkeys(prim["folder"]):
+            page_of = Path(str(f)) / "report.html"
+            name = Path(str(f)).name
+            if out_dir is not None and (Path(out_dir).parent / name / "report.html").is_file():
+                links.append(f'<a href="../{escape(name)}/report.html">{escape(name)}</a>')
+            else:
+                links.append(escape(name) if not page_of.is_file() else escape(str(page_of)))
+        sections.append('<p class="note">Each folder\'s own page: ' + ", ".join(links) + ".</p>")
     for g in result.groups:
         rep = g.get("replicated", {})
         line = ", ".join(f"{c}: {v}" for c, v in sorted(rep.items())) or "no primary rows"
