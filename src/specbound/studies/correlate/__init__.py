@@ -1,15 +1,17 @@
-"""Does a measure predict generalization? The correlation protocol of SPEC 10 (protocol v2).
+"""Does a measure predict generalization? The correlation protocol of SPEC 10 (protocol v3).
 
 - :mod:`.stats`: the statistics, pure functions on numpy arrays (Kendall tau-b, Jiang's tau,
   granulated Psi, tau_fixed_n, psi_fixed_n, sign-errors, the configuration bootstrap);
 - :mod:`.mutual_info`: Jiang's conditional mutual information, streamed over blocks of pairs;
 - :mod:`.table`: correlation.csv and differences.csv from a models table, verdict words;
+- :mod:`.verdicts`: from statistics to verdicts (bootstrap p, Holm, BH, minimum evidence);
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
 - :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables), the output schema.
 """
 
 from ..gap import GAP_KINDS, gap_values
+from . import verdicts
 from .ceiling import CEILING_COLUMNS, CEILING_THRESHOLD, rank_ceiling
 from .manifest import (
     METRIC_COLUMNS,
@@ -23,7 +25,7 @@ from .manifest import (
     resolve_entry,
     validate_manifest,
 )
-from .mutual_info import axis_subsets, cmi, cmi_values
+from .mutual_info import axis_subsets, cmi, cmi_draws, cmi_values
 from .run import (
     SKIPPED_COLUMNS,
     Analyzer,
@@ -31,6 +33,7 @@ from .run import (
     add_bound_forms,
     correlate,
     measure_registry,
+    missing_configurations,
     model_worker,
     output_columns,
     write_tables,
@@ -91,6 +94,7 @@ __all__ = [
     "bootstrap_config_counts",
     "bootstrap_weights",
     "cmi",
+    "cmi_draws",
     "cmi_values",
     "correlate",
     "correlation_columns",
@@ -102,6 +106,7 @@ __all__ = [
     "jiang_tau",
     "kendall_tau",
     "measure_registry",
+    "missing_configurations",
     "model_worker",
     "output_columns",
     "parse_axes",
@@ -113,5 +118,6 @@ __all__ = [
     "sign_error",
     "validate_manifest",
     "verdict",
+    "verdicts",
     "write_tables",
 ]
