@@ -30,8 +30,9 @@ POINTS = ["kendall_tau", "psi", "cmi", "sign_error"]
 
 def _split(tmp_path: Path) -> tuple[Path, Path]:
     """The committed folder's models as two correlate folders: seed 0, and seeds 1 and 2."""
-    models = pd.read_csv(RESULT / "models.csv")
+    models = pd.read_csv(RESULT / "models.csv").drop(columns="zoo", errors="ignore")
     meta = json.loads((RESULT / "correlate.json").read_text())
+    meta.pop("zoos", None)
     out = []
     for name, keep in (("a", models["seed"] == 0), ("b", models["seed"] != 0)):
         d = tmp_path / name
