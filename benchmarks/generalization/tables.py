@@ -56,6 +56,9 @@ def zoo_of(folder: Path) -> str:
     """The zoo a results folder was computed on: its correlate.json's manifest folder (e.g.
     results/digits-v2-data/ is on zoos/digits-v2), else the folder name up to "-include"."""
     meta = json.loads((folder / "correlate.json").read_text())
+    zoos = meta.get("zoos") or []
+    if len(zoos) == 1 and (HERE / "zoos" / zoos[0]).is_dir():
+        return str(zoos[0])
     manifest = Path(str(meta.get("manifest", "")))
     if manifest.name == "zoo.csv" and (HERE / "zoos" / manifest.parent.name).is_dir():
         return manifest.parent.name
@@ -371,15 +374,25 @@ def claim_problems(texts: dict[str, str]) -> list[str]:
     return bad
 
 
+#: Lines that open and close a block of definitions (what the verdict words mean): its
+#: sentences use the words without stating a verdict.
+DEFINITIONS = "<!-- definitions -->"
+END_DEFINITIONS = "<!-- /definitions -->"
+
+
 def verdict_sentences(text: str) -> list[str]:
-    """The prose sentences of a markdown text that hold a verdict word (code blocks, tables
-    and headings left out)."""
-    prose, fenced = [], False
+    """The prose sentences of a markdown text that hold a verdict word (code blocks, tables,
+    headings and definition blocks left out)."""
+    prose, fenced, defining = [], False, False
     for line in text.splitlines():
         if line.strip().startswith("```"):
             fenced = not fenced
             continue
-        if fenced or line.lstrip().startswith(("|", "#")):
+        if line.strip() in (DEFINITIONS, END_DEFINITIONS):
+            defining = line.strip() == DEFINITIONS
+            prose.append("")
+            continue
+        if fenced or defining or line.lstrip().startswith(("|", "#")):
             prose.append("")
             continue
         prose.append(line)

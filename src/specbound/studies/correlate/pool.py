@@ -131,7 +131,15 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
                 f"{p.name}: the zoo's grid (zoo.json) was not found, so its missing "
                 "configurations are not named; pass --grid ZOO"
             )
-    name = str(meta.get("zoo") or _zoo_name(meta.get("manifest"), p))
+    manifest = str(meta.get("manifest", ""))
+    if grid is not None:  # the zoo named on the command line is where the models came from
+        g = Path(grid)
+        manifest = str(g / "zoo.csv" if g.is_dir() else g.with_name("zoo.csv"))
+    zoos = meta.get("zoos")
+    if grid is None and isinstance(zoos, list) and len(zoos) == 1:
+        name = str(zoos[0])
+    else:
+        name = _zoo_name(manifest, p)
     return Part(
         name,
         models,
@@ -146,7 +154,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         bool(meta.get("include_unconverged", False)),
         missing,
         notes,
-        str(meta.get("manifest", "")),
+        manifest,
     )
 
 
