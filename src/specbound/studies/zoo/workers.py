@@ -8,8 +8,10 @@ depend on the process it runs in, so the files are identical bit for bit to one 
 (``wall_s`` aside). The default on the CPU is one worker per usable CPU
 (``os.sched_getaffinity``) divided by ``--threads``; on CUDA it is 1.
 
-Workers are ``concurrent.futures.ProcessPoolExecutor`` processes of the ``spawn`` context
-(torch is not fork-safe once its thread pools exist). They ignore SIGINT (inherited while
+This process is one of the N: it trains jobs itself between collecting the results of N - 1
+``concurrent.futures.ProcessPoolExecutor`` processes of the ``spawn`` context (torch is not
+fork-safe once its thread pools exist), which saves one worker's start (seconds of CPU for
+torch and transformers) on a small machine. The spawned workers ignore SIGINT (inherited while
 they start, then their initializer): on Ctrl-C (or the CLI's SIGTERM) the parent alone acts,
 terminating its workers (SIGTERM, SIGKILL to those still alive after ``STOP_GRACE_S``) and
 removing their unfinished temp dirs before it exits 130 (143); a model directory is either
@@ -124,43 +126,67 @@ class ProcessPool:
         progress: Callable[[int, int], None] | None = None,
         resources: Any = None,
     ) -> Iterator[tuple[Any, Any]]:
+        """This process is one of the ``workers``: it trains jobs itself between collecting
+        the results of ``workers`` - 1 spawned processes (it has paid for its imports
+        already; a spawned worker costs seconds of CPU to start), each of which keeps one job
+        queued behind its current one so that it never waits for this process."""
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from collections import deque
+        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-        from ...engines.base import JobError, call_job, one_line
+        from ...engines.base import JobError, one_line
         from ...errors import SpecboundError
 
-        jobs = list(jobs)
-        n = min(self.workers, len(jobs))
-        if n <= 1:  # nothing to run side by side: this process
-            for i, job in enumerate(jobs, 1):
-                yield job, call_job(fn, job)
-                if progress:
-                    progress(i, len(jobs))
-            return
-        pool = ProcessPoolExecutor(
-            max_workers=n,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_ignore_sigint,
-        )
+        def outcome(call: Callable[[], Any]) -> Any:
+            try:
+                return call()
+            except SpecboundError as exc:
+                return JobError(one_line(exc), input_error=True)
+            except MemoryError:
+                raise
+            except Exception as exc:  # a bug in the job, or a worker that died
+                return JobError(one_line(exc), input_error=False)
+
+        queue = deque(jobs)
+        total = len(queue)
+        spawned = min(self.workers, total) - 1
+        pool = None
+        if spawned > 0:
+            pool = ProcessPoolExecutor(
+                max_workers=spawned,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_ignore_sigint,
+            )
+        running: dict[Future[Any], Any] = {}
+        done = 0
         clean = False
         try:
-            with _sigint_ignored():
-                started = {pool.submit(fn, job): job for job in jobs}
-            for i, fut in enumerate(as_completed(started), 1):
-                out: Any
-                try:
-                    out = fut.result()
-                except SpecboundError as exc:
-                    out = JobError(one_line(exc), input_error=True)
-                except Exception as exc:  # a bug in the job, or a worker that died
-                    out = JobError(one_line(exc), input_error=False)
-                yield started[fut], out
-                if progress:
-                    progress(i, len(jobs))
+            while queue or running:
+                if pool is not None:
+                    with _sigint_ignored():  # workers start on their first submit
+                        while queue and len(running) < 2 * spawned:
+                            job = queue.popleft()
+                            running[pool.submit(fn, job)] = job
+                finished = [f for f in running if f.done()]
+                if not finished and not queue:
+                    finished = list(wait(running, return_when=FIRST_COMPLETED)[0])
+                for fut in finished:
+                    job = running.pop(fut)
+                    done += 1
+                    yield job, outcome(fut.result)
+                    if progress:
+                        progress(done, total)
+                if queue and not finished:
+                    job = queue.popleft()
+                    out = outcome(lambda job=job: fn(job))  # in this process
+                    done += 1
+                    yield job, out
+                    if progress:
+                        progress(done, total)
             clean = True
         finally:
-            if clean:
-                pool.shutdown(wait=True)
-            else:
-                _stop(pool)
+            if pool is not None:
+                if clean:
+                    pool.shutdown(wait=True)
+                else:
+                    _stop(pool)
