@@ -84,7 +84,8 @@ def fits(m: pd.DataFrame) -> pd.DataFrame:
 def by_size(m: pd.DataFrame, zoo: pd.DataFrame | None) -> pd.DataFrame:
     m = m.copy()
     if zoo is not None:
-        acc = dict(zip(zoo["name"].astype(str), zoo["test_acc"], strict=False))
+        names = [Path(str(x)).name for x in zoo["model"]]
+        acc = dict(zip(names, zoo["test_acc"], strict=True))
         m["test_acc"] = [acc.get(Path(str(p)).name, math.nan) for p in m["model"]]
     out = m.groupby(["num_layers", "hidden_size"]).agg(
         models=("model", "size"),
