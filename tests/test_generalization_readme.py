@@ -102,3 +102,13 @@ def test_committed_intervals_hold_their_estimates(folder):
         if f"{st}_low" in c:
             rows = c.dropna(subset=[f"{st}_low"])
             assert ((rows[f"{st}_low"] <= rows[st]) & (rows[st] <= rows[f"{st}_high"])).all()
+
+
+def test_ladder_exponents_match_an_independent_refit():
+    r = subprocess.run(
+        [sys.executable, str(HERE / "ladder.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr

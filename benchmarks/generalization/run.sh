@@ -25,3 +25,14 @@ done
 specbound zoo train modular-addition --preset standard --out zoos/modular-addition-v2-avx2 --ensemble auto
 specbound correlate zoos/modular-addition-v2-avx2 --out results/modular-addition-v2-avx2 --bootstrap 1000 --seed 0 --data-measures --data-workers 2
 python tables.py
+# third answer (protocol v3): independent replicates (seeds 3-5) and the size ladder
+specbound zoo train digits --grid grids/digits-replicate.yaml --out zoos/digits-replicate --ensemble 1 --engine ray
+specbound zoo train modular-addition --grid grids/modular-addition-replicate.yaml --out zoos/modular-addition-replicate --ensemble 1 --engine ray
+for z in digits-replicate modular-addition-replicate; do
+  specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0
+done
+specbound zoo train digits --grid grids/digits-ladder.yaml --out zoos/digits-ladder --ensemble 1 --engine ray
+specbound scale --manifest zoos/digits-ladder/models.txt --out results/digits-ladder
+./regenerate.sh
+python ladder.py --check
+python tables.py --check README.md ../../README.md
