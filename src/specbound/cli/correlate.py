@@ -116,6 +116,8 @@ def correlate(
     from ..studies.correlate.verdicts import check_bootstrap
 
     check_bootstrap(bootstrap, "--bootstrap")
+    if data_workers is not None and not data_measures:
+        fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
         from ..studies.zoo.plan import max_threads

@@ -71,6 +71,32 @@ def model_name(params: dict[str, Any]) -> str:
     return "_".join(f"{k}-{_fmt(v)}" for k, v in params.items())
 
 
+class _DuplicateKey(Exception):
+    """A mapping of a grid file names a key twice."""
+
+
+def _unique_keys_loader() -> Any:
+    """A ``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML keeps
+    the last one silently), naming the key and both lines."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(f"key '{key}' appears twice (lines {seen[key]} and {line})")
+            seen[key] = line
+        return loader.construct_mapping(node, deep=deep)
+
+    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return UniqueKeys
+
+
 def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a grid YAML/JSON file: ``{task?, axes: {axis: [values]}, max_steps?, target_loss?}``."""
     import yaml
@@ -79,7 +105,9 @@ def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not p.is_file():
         raise SpecboundError(f"grid file {p} does not exist; pass a YAML file with an 'axes:' map")
     try:
-        doc = yaml.safe_load(p.read_text())
+        doc = yaml.load(p.read_text(), Loader=_unique_keys_loader())  # a SafeLoader subclass
+    except _DuplicateKey as exc:
+        raise SpecboundError(f"grid file {p}: {exc}; keep one of them") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecboundError(f"grid file {p} is not valid YAML ({first}); fix its syntax") from exc
@@ -135,6 +163,12 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
             problem = "must be > 0"
         elif name in ("weight_decay", "seed") and v < 0:
             problem = "must be >= 0"
+        elif name == "seed" and v >= 2**32:
+            problem = "must be below 2**32 (torch and numpy seeds are 32-bit)"
+        elif name == "depth" and v > 256:
+            problem = "must be <= 256"
+        elif name == "width" and v > 65536:
+            problem = "must be <= 65536"
         elif name == task.size_axis:
             problem = task.check_size(v)
         if problem:
