@@ -39,3 +39,14 @@ def test_data_workers_without_data_measures_is_refused(tmp_path):
     r = run_cli("correlate", tmp_path / "zoo", "--data-workers", "2", "--out", tmp_path / "o")
     assert r.code != 0 and "--data-workers goes with --data-measures" in r.one_error_line()
     assert not (tmp_path / "o").exists()
+
+
+def test_a_manifest_row_without_an_axis_value_is_refused(tmp_path):
+    m = tmp_path / "zoo.csv"
+    rows = ["model,lr,depth,train_acc,test_acc"]
+    rows += [f"m{i},{'' if i == 2 else 0.01 * (1 + i % 2)},{1 + i % 3},1.0,0.{i}" for i in range(9)]
+    m.write_text("\n".join(rows) + "\n")
+    r = run_cli("correlate", "--manifest", m, "--out", tmp_path / "o")
+    line = r.one_error_line()
+    assert r.code != 0 and "row 4" in line and "'lr'" in line
+    assert not (tmp_path / "o").exists()

@@ -305,6 +305,12 @@ def validate_manifest(
                 f"manifest {manifest}: axis name '{a}' holds '$' (TeX); rename the column"
             )
         for i, val in enumerate(table[a].tolist()):
+            if val is None or (isinstance(val, float) and not math.isfinite(val)):
+                raise ManifestError(
+                    f"manifest {manifest}: row {i + 2} (model '{table['model'].iloc[i]}') has "
+                    f"no finite value in the axis column '{a}' ({val!r}); fill it in or drop "
+                    "the row"
+                )
             if isinstance(val, str) and _has_tex(val):
                 raise ManifestError(
                     f"manifest {manifest}: axis '{a}' of model '{table['model'].iloc[i]}' "
