@@ -50,3 +50,28 @@ def test_a_manifest_row_without_an_axis_value_is_refused(tmp_path):
     line = r.one_error_line()
     assert r.code != 0 and "row 4" in line and "'lr'" in line
     assert not (tmp_path / "o").exists()
+
+
+def _strict(text):
+    import json
+
+    def refuse(c):
+        raise ValueError(f"non-strict JSON constant {c}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_every_json_file_of_a_diverged_zoo_is_strict(tmp_path):
+    # lr 1e6 makes the loss non-finite: metrics.json must hold null, never a bare NaN
+    g = _grid(
+        tmp_path,
+        "axes:\n  depth: [1]\n  width: [32]\n  lr: [1000000.0]\n  weight_decay: [0.0]\n"
+        "  train_size: [50]\n  seed: [0]\nmax_steps: 3\n",
+    )
+    out = tmp_path / "z"
+    r = run_cli("zoo", "train", "digits", "--grid", g, "--out", out, "-q")
+    assert r.code in (0, 1, 2, 3), r.err
+    files = sorted(out.rglob("*.json"))
+    assert any(f.name == "metrics.json" for f in files)
+    for f in files:
+        _strict(f.read_text())

@@ -35,6 +35,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..io.files import dumps_json
+
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
     from ..analysis import Analysis
@@ -132,7 +134,7 @@ class RecordStore:
         if key in keys:
             return
         keys.append(key)
-        text = json.dumps({"format": MANIFEST_FORMAT, "records": keys}) + "\n"
+        text = dumps_json({"format": MANIFEST_FORMAT, "records": keys}) + "\n"
         atomic_write_text(self.directory / MANIFEST, text)
 
     def written(self) -> list[str]:

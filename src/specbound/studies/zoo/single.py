@@ -10,7 +10,6 @@ directory is complete and a re-run skips it (layout: ``train.py``).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...io.files import dumps_json
 from . import zoodir
 from .data import data_record
 from .plan import ZooPlan
@@ -139,10 +139,10 @@ def finish_model(
             "ensemble": ensemble,
             "wall_s": round(time.perf_counter() - state["t0"] if wall_s is None else wall_s, 3),
         }
-        (tmp / "split.json").write_text(json.dumps({"train": train_idx, "test": test_idx}))
+        (tmp / "split.json").write_text(dumps_json({"train": train_idx, "test": test_idx}))
         rec = data_record(task, params, train_idx, test_idx, data)
-        (tmp / "data.json").write_text(json.dumps(rec) + "\n")
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        (tmp / "data.json").write_text(dumps_json(rec) + "\n")
+        (tmp / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
         os.rename(tmp, dest)
     finally:
         if tmp.exists():

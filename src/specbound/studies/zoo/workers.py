@@ -22,6 +22,7 @@ by ``run_on_engine`` after the other jobs' models are written; a re-run trains t
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
@@ -178,7 +179,7 @@ class ProcessPool:
                         progress(done, total)
                 if queue and not finished:
                     job = queue.popleft()
-                    out = outcome(lambda job=job: fn(job))  # in this process
+                    out = outcome(functools.partial(fn, job))  # in this process
                     done += 1
                     yield job, out
                     if progress:

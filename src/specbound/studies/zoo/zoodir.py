@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecboundError
+from ...io.files import dumps_json
 from .plan import ZooPlan
 
 MANIFEST = ".specbound-manifest.json"
@@ -138,7 +139,7 @@ def _write_manifest(out: Path, sha: dict[str, str]) -> None:
         "dirs": ["models"],
         "sha256": sha,
     }
-    atomic_write_text(out / MANIFEST, json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(out / MANIFEST, dumps_json(doc, indent=1) + "\n")
 
 
 def check_zoo(out: Path, plan_: ZooPlan) -> bool:
@@ -227,12 +228,12 @@ def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
         "grid_file": grid_source,
         "num_models": len(plan_.points()),
     }
-    text = json.dumps(meta, indent=2) + "\n"
+    text = dumps_json(meta, indent=2) + "\n"
     old = out / "zoo.json"
     if old.is_file():  # keep the first run's grid_file text: only the plan must match
         prev = json.loads(old.read_text())
         meta["grid_file"] = prev.get("grid_file", grid_source)
-        text = json.dumps(meta, indent=2) + "\n"
+        text = dumps_json(meta, indent=2) + "\n"
         if old.read_text() == text:
             return
     _sha_update(out, "zoo.json", text)
