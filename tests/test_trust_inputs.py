@@ -75,3 +75,26 @@ def test_every_json_file_of_a_diverged_zoo_is_strict(tmp_path):
     assert any(f.name == "metrics.json" for f in files)
     for f in files:
         _strict(f.read_text())
+
+
+def test_correlate_out_into_a_zoo_folder_is_refused(tmp_path):
+    import json
+
+    zoo = tmp_path / "zoo"
+    (zoo / "models").mkdir(parents=True)
+    (zoo / "zoo.json").write_text("{}")
+    (zoo / "zoo.csv").write_text("model\n")
+    manifest = {
+        "written_by": "specbound",
+        "kind": "zoo",
+        "files": ["zoo.json", "zoo.csv"],
+        "dirs": ["models"],
+        "sha256": {},
+    }
+    (zoo / ".specbound-manifest.json").write_text(json.dumps(manifest))
+    before = sorted(p.name for p in zoo.rglob("*"))
+    res = tmp_path / "res"
+    res.mkdir()
+    r = run_cli("correlate", res, "--out", zoo)
+    assert r.code != 0 and "zoo folder" in r.one_error_line()
+    assert sorted(p.name for p in zoo.rglob("*")) == before

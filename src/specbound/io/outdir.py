@@ -141,6 +141,12 @@ def _check_output_dir(given: Path) -> Path:
             f"--out {given} is not empty and was not written by specbound (no {MANIFEST}); "
             "choose a new or empty directory: specbound never overwrites files it did not write"
         )
+    kind = manifest.get("kind")
+    if kind is not None or (dest / "zoo.json").exists():
+        raise SpecboundError(
+            f"--out {given} is a {kind or 'zoo'} folder (written by 'specbound zoo train'), not "
+            "a results folder; choose another directory: its models are never overwritten"
+        )
     files, dirs = _tree(dest)
     known_files = set(manifest["files"]) | {MANIFEST}
     known_dirs = set(manifest.get("dirs", []))
