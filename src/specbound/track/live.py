@@ -93,6 +93,22 @@ def weight_measures_for_margins(names: list[str]) -> list[str]:
     return need
 
 
+def refuse_meta(model: Any) -> None:
+    """One-line SpecboundError when any parameter of a torch ``model`` is on the meta device
+    (shapes without values: every number computed from it would be meaningless)."""
+    params = getattr(model, "parameters", None)
+    if not callable(params):
+        return
+    try:
+        it = params()
+    except TypeError:
+        return
+    if any(getattr(p, "is_meta", False) for p in it):
+        raise SpecboundError(
+            "the model's parameters are on the meta device; load real weights first"
+        )
+
+
 def data_measures(
     model: Any,
     batches: Iterable[Any],
@@ -125,6 +141,7 @@ def data_measures(
     """
     from ..measures.data import compute, resolve_data_measures
 
+    refuse_meta(model)
     names = resolve_data_measures(measures)
     need = weight_measures_for_margins(names)
     values: Mapping[str, Any] | None = None

@@ -216,6 +216,9 @@ class Tracker:
                 raise SpecboundError(f"{flag} must be True or False, got {value!r}")
         self.every: int | str = every if every == "auto" else int(every)
         self.budget = float(budget)
+        from .live import refuse_meta
+
+        refuse_meta(model)
         self.model = model
         self.module = model if config is not None else find_model(model)
         self.config = config if config is not None else self.module.config

@@ -1,0 +1,32 @@
+"""Issue 35 item 16: a model on the meta device gets one line, not a raw RuntimeError."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from specbound import data_measures  # noqa: E402
+from specbound.errors import SpecboundError  # noqa: E402
+from specbound.track import Tracker  # noqa: E402
+
+LINE = "the model's parameters are on the meta device; load real weights first"
+
+
+def _meta_model():
+    with torch.device("meta"):
+        return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 3))
+
+
+def test_data_measures_refuse_a_meta_model():
+    x, y = torch.zeros(4, 4), torch.zeros(4, dtype=torch.long)
+    with pytest.raises(SpecboundError, match="meta device") as e:
+        data_measures(_meta_model(), [(x, y)])
+    assert str(e.value) == LINE
+
+
+def test_tracker_refuses_a_meta_model(tmp_path):
+    with pytest.raises(SpecboundError) as e:
+        Tracker(_meta_model(), out=tmp_path / "run")
+    assert str(e.value) == LINE
+    assert not (tmp_path / "run").exists()
