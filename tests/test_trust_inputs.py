@@ -98,3 +98,22 @@ def test_correlate_out_into_a_zoo_folder_is_refused(tmp_path):
     r = run_cli("correlate", res, "--out", zoo)
     assert r.code != 0 and "zoo folder" in r.one_error_line()
     assert sorted(p.name for p in zoo.rglob("*")) == before
+
+
+def test_a_users_dot_tmp_folder_in_models_survives_a_zoo_train(tmp_path):
+    g = _grid(
+        tmp_path,
+        "axes:\n  depth: [1]\n  width: [32]\n  lr: [0.003]\n  weight_decay: [0.0]\n"
+        "  train_size: [50]\n  seed: [0]\nmax_steps: 2\n",
+    )
+    out = tmp_path / "z"
+    assert run_cli("zoo", "train", "digits", "--grid", g, "--out", out, "-q").code == 0
+    mine = out / "models" / ".mynotes.tmp"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    stale = out / "models" / ".depth-1.abc123.tmp"  # a killed run's, holding the marker
+    stale.mkdir()
+    (stale / ".specbound-model-tmp").write_text("1")
+    run_cli("zoo", "train", "digits", "--grid", g, "--out", out, "-q")
+    assert (mine / "notes.txt").read_text() == "keep me"
+    assert not stale.exists()

@@ -92,6 +92,7 @@ def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> di
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     try:
         tmp.chmod(0o777 & ~zoodir.umask())
+        (tmp / zoodir.TMP_MARKER).write_text(str(os.getpid()))  # ours: cleanup may remove it
         _save(model, tmp / "init")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -143,6 +144,7 @@ def finish_model(
         rec = data_record(task, params, train_idx, test_idx, data)
         (tmp / "data.json").write_text(dumps_json(rec) + "\n")
         (tmp / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+        (tmp / zoodir.TMP_MARKER).unlink()
         os.rename(tmp, dest)
     finally:
         if tmp.exists():

@@ -26,7 +26,6 @@ train side by side in spawned processes (``workers.py``), with the same files.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,8 +163,7 @@ def _train_all(
     eng: Any = None,
 ) -> Any:
     models = out / "models"
-    for stale in models.glob(".*.tmp"):  # left by a killed run; we hold the lock
-        shutil.rmtree(stale, ignore_errors=True)
+    zoodir.remove_stale_temps(models)  # left by a killed run; we hold the lock
     points = p.points()
     # a seeded shuffle, so that an interrupted run leaves a random subset of the grid
     order = [points[j] for j in permutation(len(points), 0)]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -81,8 +80,9 @@ def _sigint_ignored() -> Iterator[None]:
 def remove_temps(models: Path) -> None:
     """Remove the temp dirs of unfinished models (``.NAME.*.tmp``); the caller holds the lock
     and its workers have ended."""
-    for stale in models.glob(".*.tmp"):
-        shutil.rmtree(stale, ignore_errors=True)
+    from .zoodir import remove_stale_temps
+
+    remove_stale_temps(models)
 
 
 def _stop(pool: Any) -> None:

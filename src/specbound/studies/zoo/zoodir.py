@@ -32,6 +32,24 @@ from ...errors import SpecboundError
 from ...io.files import dumps_json
 from .plan import ZooPlan
 
+#: The file inside a model's temp dir (``models/.NAME.XXXX.tmp``) while specbound writes it:
+#: only dirs holding it are ever removed by cleanup (a user's ``models/.notes.tmp`` is kept).
+TMP_MARKER = ".specbound-model-tmp"
+
+
+def remove_stale_temps(models: Path) -> list[Path]:
+    """Remove the temp dirs specbound left in ``models`` (killed runs): those named
+    ``.*.tmp`` that hold :data:`TMP_MARKER`; the caller holds the zoo lock. Returns them."""
+    import shutil
+
+    gone = []
+    for stale in models.glob(".*.tmp"):
+        if stale.is_dir() and not stale.is_symlink() and (stale / TMP_MARKER).is_file():
+            shutil.rmtree(stale, ignore_errors=True)
+            gone.append(stale)
+    return gone
+
+
 MANIFEST = ".specbound-manifest.json"
 LOCK = ".specbound-zoo.lock"
 #: Files every finished model directory holds.
