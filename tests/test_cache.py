@@ -306,3 +306,32 @@ def test_clear_leaves_foreign_files(tmp_path: Path, cache_dir: Path) -> None:
     assert cache.clear() == 1
     assert mine.read_text() == "user file"
     assert cache.info()["entries"] == 0
+
+
+def test_clear_removes_every_record_kind_and_no_hex_named_user_file(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """Issue 35 item 12: records are recognised by their content (spectra and data measures
+    alike); a user's file whose name happens to be hex is left; the bytes freed are reported."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from specbound.cli import app
+
+    analyze(write_bert(tmp_path / "m"))
+    spectra = cache_dir / "spectra"
+    (json_file,) = [f for f in spectra.iterdir() if f.suffix == ".json"]
+    data = cache_dir / "data_measures"
+    data.mkdir(exist_ok=True)
+    key = "ab" * 16
+    shutil.copy(json_file, data / f"{key}.json")  # a record of the codec format
+    user = spectra / ("cd" * 16 + ".json")
+    user.write_text('{"my": "notes"}')
+    size = sum(f.stat().st_size for d in (spectra, data) for f in d.iterdir() if f != user)
+    r = CliRunner().invoke(app, ["cache", "clear", "--json"])
+    assert r.exit_code == 0, r.output
+    done = json.loads(r.output)
+    assert done["removed"] == 2 and done["bytes"] == size
+    assert user.read_text() == '{"my": "notes"}'
+    assert not any(data.iterdir())

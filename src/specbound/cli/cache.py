@@ -25,11 +25,16 @@ def cache_info(as_json: Json = False) -> None:
 @cache_app.command("clear", cls=Command)
 @handle_errors
 def cache_clear(as_json: Json = False) -> None:
-    """Delete every cached spectrum."""
+    """Delete every record specbound cached (spectra and data measures), nothing else."""
     from ..io import cache
 
-    removed = cache.clear()
+    done = cache.clear_records()
     if as_json:
-        print_json({"path": str(cache.cache_dir()), "removed": removed})
+        print_json(
+            {"path": str(cache.cache_dir()), "removed": done["entries"], "bytes": done["bytes"]}
+        )
         return
-    typer.echo(f"removed {removed} entries from {cache.cache_dir()}")
+    typer.echo(
+        f"removed {done['entries']} records ({done['bytes'] / 2**20:.1f} MiB freed) from "
+        f"{cache.cache_dir()}"
+    )

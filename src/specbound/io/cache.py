@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import re
 from dataclasses import asdict
 from pathlib import Path
@@ -169,23 +170,54 @@ def _unwritable(d: Path, exc: OSError) -> CacheError:
     )
 
 
-def clear() -> int:
-    """Delete every entry (and stray temp files) specbound wrote; returns the number of
-    entries. Files in the folder that specbound did not write are left alone. A folder that
-    cannot be written raises CacheError naming it (before anything is deleted when the
-    folder itself is read-only)."""
-    d = spectra_dir()
-    if not d.is_dir():
-        return 0
+#: The sub-folders of the cache that hold specbound records (codec format), cleared together.
+RECORD_DIRS = ("spectra", "data_measures")
+
+
+def _ours(json_path: Path) -> bool:
+    """Whether ``json_path`` is a specbound record (its JSON says ``format`` specbound-record):
+    a file that merely has a hex name is not."""
+    from .codec import FORMAT
+
     try:
-        entries = _entries(d)
-        temps = [f for f in d.iterdir() if _TEMP_RE.match(f.name)]
-        for key in entries:
-            json_path, npz_path = record_paths(d / key)
-            for p in (json_path, npz_path):  # the JSON first: a half-removed entry is absent
-                p.unlink(missing_ok=True)
-        for f in temps:
-            f.unlink(missing_ok=True)
-    except OSError as exc:
-        raise _unwritable(d, exc) from None
-    return len(entries)
+        with open(json_path, "rb") as fh:
+            head = fh.read(1 << 20)
+        body = json.loads(head)
+    except (OSError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("format") == FORMAT
+
+
+def clear_records() -> dict[str, int]:
+    """Delete every record specbound wrote in the cache (spectra and data measures), and its
+    stray temp files: a record is recognised by its JSON (``format`` specbound-record), and its
+    ``.npz`` goes with it; every other file, hex-named or not, is left alone. Returns
+    ``{"entries": n, "bytes": freed}``. A folder that cannot be written raises CacheError."""
+    removed = freed = 0
+    for sub in RECORD_DIRS:
+        d = cache_dir() / sub
+        if not d.is_dir():
+            continue
+        try:
+            entries = _entries(d)
+            temps = [f for f in d.iterdir() if _TEMP_RE.match(f.name) and f.is_file()]
+            for key in entries:
+                json_path, npz_path = record_paths(d / key)
+                if not _ours(json_path):
+                    continue
+                for p in (json_path, npz_path):  # the JSON first: a half-removed entry is absent
+                    if p.is_file():
+                        freed += p.stat().st_size
+                        p.unlink()
+                removed += 1
+            for f in temps:
+                freed += f.stat().st_size
+                f.unlink(missing_ok=True)
+        except OSError as exc:
+            raise _unwritable(d, exc) from None
+    return {"entries": removed, "bytes": freed}
+
+
+def clear() -> int:
+    """:func:`clear_records`, returning the number of records removed."""
+    return clear_records()["entries"]
