@@ -30,3 +30,30 @@ def test_tracker_refuses_a_meta_model(tmp_path):
         Tracker(_meta_model(), out=tmp_path / "run")
     assert str(e.value) == LINE
     assert not (tmp_path / "run").exists()
+
+
+def _tiny():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+def test_data_measures_refuse_non_finite_inputs_naming_the_batch():
+    x = torch.randn(8, 4)
+    y = torch.arange(8) % 3
+    bad = x.clone()
+    bad[3, 1] = float("nan")
+    with pytest.raises(SpecboundError, match=r"batches\[1\]: inputs hold NaN or inf"):
+        data_measures(_tiny(), [(x, y), (bad, y)], measures="sharpness")
+    inf = x.clone()
+    inf[0, 0] = float("inf")
+    with pytest.raises(SpecboundError, match=r"batches\[0\]"):
+        data_measures(_tiny(), [(inf, y)], measures="sharpness")
+
+
+def test_data_measures_refuse_non_finite_weights_naming_the_tensor():
+    m = _tiny()
+    with torch.no_grad():
+        m[2].weight[0, 0] = float("nan")
+    x, y = torch.randn(8, 4), torch.arange(8) % 3
+    with pytest.raises(SpecboundError, match=r"parameter '2.weight' holds NaN or inf"):
+        data_measures(m, [(x, y)], measures="sharpness")

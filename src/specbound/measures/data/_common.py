@@ -70,6 +70,31 @@ def _to(inputs: Any, device: Any) -> Any:
     return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
 
 
+def check_finite_inputs(inputs: Any, where: str) -> None:
+    """One-line SpecboundError when a floating tensor of ``inputs`` (a tensor or a mapping of
+    tensors) holds NaN or inf: every measure computed on it would be a number of no meaning."""
+    import torch
+
+    items = inputs.items() if isinstance(inputs, Mapping) else [(None, inputs)]
+    for key, t in items:
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(t.isfinite().all()):
+            what = f"inputs['{key}']" if key is not None else "inputs"
+            raise SpecboundError(
+                f"{where}: {what} hold NaN or inf; data measures need finite inputs "
+                "(clean or drop those examples)"
+            )
+
+
+def check_finite_parameters(model: Any) -> None:
+    """One-line SpecboundError naming the first parameter of ``model`` with NaN or inf."""
+    for name, p in model.named_parameters():
+        if p.is_floating_point() and not bool(p.detach().isfinite().all()):
+            raise SpecboundError(
+                f"the model's parameter '{name}' holds NaN or inf; data measures need finite "
+                "weights (load a checkpoint from before the divergence)"
+            )
+
+
 def collect_examples(
     batches: Iterable[Any],
     max_examples: int,
@@ -101,6 +126,7 @@ def collect_examples(
                 f"{tuple(labels.shape)} {labels.dtype}"
             )
         size = _batch_size(inputs, where)
+        check_finite_inputs(inputs, where)
         if size != labels.shape[0]:
             raise SpecboundError(f"{where}: {size} inputs but {labels.shape[0]} labels")
         total += size

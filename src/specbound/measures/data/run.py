@@ -16,6 +16,7 @@ from ._common import (
     TARGET_DEVIATION,
     Examples,
     accuracy,
+    check_finite_parameters,
     collect_examples,
     evaluation,
     generator,
@@ -114,6 +115,7 @@ def compute(
     if not hasattr(model, "parameters") or not hasattr(model, "modules"):
         raise SpecboundError(f"model must be a torch nn.Module, got {type(model).__name__}")
     device = _model_device(model)
+    check_finite_parameters(model)
     ex: Examples
     if isinstance(batches, Examples):  # taken once by a Tracker
         ex = batches
