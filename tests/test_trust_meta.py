@@ -57,3 +57,19 @@ def test_data_measures_refuse_non_finite_weights_naming_the_tensor():
     x, y = torch.randn(8, 4), torch.arange(8) % 3
     with pytest.raises(SpecboundError, match=r"parameter '2.weight' holds NaN or inf"):
         data_measures(m, [(x, y)], measures="sharpness")
+
+
+def test_a_forged_data_measure_record_holding_inf_is_recomputed(tmp_path, monkeypatch, caplog):
+    """Issue 35 item 2: a record written through the cache's own writer (valid checksum) but
+    holding inf is not trusted: it reads as absent, with one warning."""
+    from specbound.studies.correlate import data as D
+
+    monkeypatch.setenv("SPECBOUND_CACHE_DIR", str(tmp_path))
+    key = "ef" * 16
+    assert D.store(key, {"sharpness": 4660.0, "inverse_margin": None}, {})
+    assert D.load_cached(key, ["sharpness", "inverse_margin"])[0]["sharpness"] == 4660.0
+    assert D.store(key, {"sharpness": float("inf"), "inverse_margin": None}, {})
+    with caplog.at_level("WARNING", logger="specbound"):
+        values, notes = D.load_cached(key, ["sharpness", "inverse_margin"])
+    assert values == {} and notes == {}
+    assert sum("non-finite" in r.getMessage() for r in caplog.records) == 1

@@ -165,6 +165,14 @@ def load_cached(key: str, names: Sequence[str]) -> tuple[dict[str, float | None]
     )
     if not ok or vals is None or defined is None:
         return {}, {}
+    if not bool(np.isfinite(vals[defined.astype(bool)]).all()):
+        import logging
+
+        logging.getLogger("specbound").warning(
+            "warning: data-measure cache entry %s holds a non-finite value; recomputing it",
+            _stem(key),
+        )
+        return {}, {}
     values = {
         m: (float(v) if bool(d) else None) for m, v, d in zip(names, vals, defined, strict=True)
     }
