@@ -117,3 +117,24 @@ def test_a_users_dot_tmp_folder_in_models_survives_a_zoo_train(tmp_path):
     run_cli("zoo", "train", "digits", "--grid", g, "--out", out, "-q")
     assert (mine / "notes.txt").read_text() == "keep me"
     assert not stale.exists()
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    """Issue 35 item 15: files written through the atomic helpers get 0o666 & ~umask (0644
+    under umask 022), not mkstemp's 0600."""
+    import os
+    import stat
+
+    import numpy as np
+
+    from specbound.io.codec import write_record
+    from specbound.io.files import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "a.json", "{}")
+        write_record(tmp_path / "rec", {"k": 1}, {"x": np.zeros(2)}, kind="test")
+    finally:
+        os.umask(old)
+    for f in tmp_path.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f

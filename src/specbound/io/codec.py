@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecboundError
-from .files import MAX_JSON_BYTES, canonical_json, parse_json
+from .files import MAX_JSON_BYTES, canonical_json, file_mode, parse_json
 
 FORMAT = "specbound-record"
 #: Bump when the layout of the record files changes (old records then read as invalid).
@@ -90,6 +90,7 @@ def _temp_beside(path: Path) -> Any:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

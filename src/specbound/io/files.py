@@ -188,11 +188,20 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[A
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
+        os.chmod(tmp, file_mode())  # mkstemp makes 0600; a written file follows the umask
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def file_mode() -> int:
+    """The mode of a new file under the process umask (``0o666 & ~umask``, 0644 by default),
+    as ``open`` would give: temp files from ``mkstemp`` are 0600 until chmod-ed to it."""
+    old = os.umask(0)
+    os.umask(old)
+    return 0o666 & ~old
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

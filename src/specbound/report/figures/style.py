@@ -98,6 +98,8 @@ def styled(fn: _F) -> _F:
 
 
 def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
+    from ...io.files import file_mode
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -105,7 +107,7 @@ def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
             if fmt in ("svg", "pdf"):
                 meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
             fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
