@@ -138,3 +138,24 @@ def test_written_files_follow_the_umask(tmp_path):
         os.umask(old)
     for f in tmp_path.iterdir():
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+def test_a_too_long_out_name_is_one_line(tmp_path):
+    r = run_cli("correlate", tmp_path, "--out", tmp_path / ("x" * 300))
+    line = r.one_error_line()
+    assert r.code != 0 and "name too long" in line
+
+
+def test_a_full_disk_is_one_line_naming_the_path(tmp_path, monkeypatch):
+    import errno
+
+    import specbound.cli.cache as cache_cli
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "c"))
+
+    monkeypatch.setattr("specbound.io.cache.clear_records", full)
+    r = run_cli("cache", "clear")
+    line = r.one_error_line()
+    assert r.code == 1 and "no space left on device" in line and str(tmp_path / "c") in line
+    assert cache_cli is not None

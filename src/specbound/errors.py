@@ -41,3 +41,24 @@ def one_line_reason(exc: BaseException) -> str:
     """A failure as one line: a SpecboundError's message, else ``Type: message``."""
     msg = " ".join(str(exc).split()) or type(exc).__name__
     return msg if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {msg}"
+
+
+def os_error_line(exc: OSError, action: str = "write") -> str:
+    """One line for an OSError: what failed, the path and the cause in words ("no space left on
+    device", "name too long", ...), and what to do."""
+    import errno
+
+    words = {
+        errno.ENOSPC: "no space left on device",
+        errno.ENAMETOOLONG: "name too long",
+        errno.EROFS: "read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.ENOTDIR: "a parent is not a directory",
+        errno.EISDIR: "is a directory",
+        errno.EMFILE: "too many open files",
+    }
+    reason = words.get(exc.errno or -1) or exc.strerror or type(exc).__name__
+    path = exc.filename if exc.filename is not None else "a file"
+    return f"cannot {action} {path}: {reason}; free space, shorten the path or choose another one"

@@ -201,6 +201,10 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(130) from None
         except BrokenPipeError:
             raise typer.Exit(1) from None
+        except OSError as exc:  # disk full, name too long, permissions: the user's to fix
+            from ..errors import os_error_line
+
+            fail(os_error_line(exc, "use"), code=1)
         except Exception as exc:
             raise typer.Exit(_internal_error(exc)) from None
 

@@ -65,6 +65,8 @@ def _err(what: str, path: Path, exc: OSError) -> SpecboundError:
         reason = "no space left on device"
     elif exc.errno == errno.EROFS:
         reason = "read-only file system"
+    elif exc.errno == errno.ENAMETOOLONG:
+        reason = "name too long"
     return SpecboundError(f"cannot {what} {path}: {reason}; choose another --out directory")
 
 
