@@ -423,7 +423,7 @@ MEASURES = [
 
 @pytest.mark.parametrize("width", [80, 100, 160])
 def test_correlation_table_keeps_key_columns(width: int, capsys) -> None:
-    from specbound.report.terminal import print_correlation
+    from specbound.report.terminal_correlate import print_correlation
 
     res = _fake_correlation(MEASURES)
     print_correlation(res, width=width)

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "measures": 4,
     "analysis": 5,
     "tables": 5,
+    "layerwise": 5,
     "inspection": 5,
     "engines": 6,
     "studies": 7,

@@ -183,6 +183,6 @@ def correlate(
             }
         )
     elif not quiet:
-        from ..report.terminal import print_correlation
+        from ..report.terminal_correlate import print_correlation
 
         print_correlation(result, out=out)

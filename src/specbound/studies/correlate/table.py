@@ -37,206 +37,27 @@ from .mutual_info import cmi, cmi_draws
 if TYPE_CHECKING:
     import pandas as pd
 
-EMPTY_SET = "(none)"
-#: The statistics with bootstrap intervals, and compared in differences.csv.
-INTERVAL_STATS = ("kendall_tau", "psi", "tau_fixed_n", "psi_fixed_n")
-#: The trivial baselines every measure is compared with (when present).
-BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
-#: The suffix of the bound forms log10 B - 1/2 log10 n.
-PER_SQRT_N = "_per_sqrt_n"
-DIFFERENCE_COLUMNS = [
-    "measure",
-    "versus",
-    "statistic",
-    "delta",
-    "low",
-    "high",
-    "family",
-    "contrast",
-    "B",
-    "p",
-    "p_holm",
-    "q_bh",
-    "verdict",
-    "evidence",
-]
-#: ``bootstrap`` beyond this is refused (memory and time grow linearly with it).
-MAX_BOOTSTRAP = 100_000
-N_COLUMN = "train_size"
-
-
-def size_axis(models: pd.DataFrame, axes: Sequence[str]) -> str | None:
-    """The axis that sets the training-set size n (SPEC 10's Psi_n leaves it out): ``train_size``
-    when it is an axis, else the first axis with >= 2 values whose every value has one n (such
-    as a zoo's ``train_fraction``); None when no axis determines n."""
-    import pandas as pd
-
-    if N_COLUMN in axes:
-        return N_COLUMN
-    if N_COLUMN not in models.columns:
-        return None
-    n = pd.to_numeric(models[N_COLUMN], errors="coerce")
-    known = n.notna()
-    for a in axes:
-        col = models.loc[known, a]
-        if (
-            col.nunique(dropna=False) >= 2
-            and (n[known].groupby(col, dropna=False).nunique() == 1).all()
-        ):
-            return a
-    return None
-
-
-def correlation_columns(axes: Sequence[str]) -> list[str]:
-    """Columns of correlation.csv, in order."""
-    cols = ["measure", "n_models", "n_configurations"]
-    for st in ("kendall_tau", "psi"):
-        cols += [st, f"{st}_low", f"{st}_high"]
-    for a in axes:
-        cols += [f"psi_{a}", f"psi_{a}_groups", f"psi_{a}_pairs"]
-    for st in ("tau_fixed_n", "psi_fixed_n"):
-        cols += [st, f"{st}_low", f"{st}_high"]
-    cols += ["cmi", "cmi_low", "cmi_high", "cmi_axes", "sign_error"]
-    for a in axes:
-        cols += [f"sign_error_{a}", f"sign_error_{a}_low", f"sign_error_{a}_high"]
-        cols += [f"sign_error_{a}_pairs"]
-    return [*cols, "sign_error_robust", "sign_error_robust_axis", "verdict"]
-
-
-def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
-    """Integer codes (n_models x n_axes) of the axis values; a missing value is a value too."""
-    import pandas as pd
-
-    cols = [
-        np.asarray(pd.factorize(table[a], use_na_sentinel=False)[0], dtype=np.int64) for a in axes
-    ]
-    if not cols:
-        return np.zeros((len(table), 0), dtype=np.int64)
-    return np.stack(cols, axis=1)
-
-
-def check_bootstrap(bootstrap: Any, seed: Any, *, allow_none: bool = True) -> tuple[int, int]:
-    """``bootstrap`` and ``seed`` >= 0 as ints (one-line errors): ``bootstrap`` is 0 (no
-    intervals: point estimates only, when ``allow_none``) or in MIN_BOOTSTRAP..MAX_BOOTSTRAP
-    (protocol v3 refuses fewer than 200 draws)."""
-    from ...validation import check_int
-
-    b = check_int(bootstrap, "bootstrap", min=0, max=MAX_BOOTSTRAP)
-    if b != 0 or not allow_none:
-        V.check_bootstrap(b)
-    s = check_int(seed, "seed", min=0)
-    return b, s
-
-
-#: Bytes the bootstrap's configuration counts (draws x configurations) may take.
-MAX_COUNT_BYTES = 1 << 30
-
-
-def check_size(n_models: int, n_configurations: int, bootstrap: int) -> None:
-    """Refuse, before any work, a study whose bootstrap counts would not fit in memory.
-
-    Every pair statistic streams over blocks (memory bounded whatever the number of models);
-    what grows is the draws x configurations table of counts (8 bytes each).
-    """
-    need = 8 * bootstrap * n_configurations
-    if need > MAX_COUNT_BYTES:
-        raise SpecboundError(
-            f"bootstrap {bootstrap} x {n_configurations} configurations needs "
-            f"{need / 2**30:.1f} GiB of counts (limit {MAX_COUNT_BYTES / 2**30:.0f} GiB); "
-            f"lower bootstrap to {MAX_COUNT_BYTES // (8 * max(n_configurations, 1))} or fewer"
-        )
-
-
-def check_level(level: Any) -> float:
-    """The interval level, a real strictly between 0 and 1."""
-    from ...validation import check_real
-
-    return check_real(level, "level", min=0.0, max=1.0, include_min=False, include_max=False)
-
-
-def _fmt(v: float) -> str:
-    return "undefined" if v != v else f"{v:.2f}"
-
-
-def missing_clause(missing: Sequence[str]) -> str:
-    """``"; missing 2 of the grid: a, b"`` for configurations of the grid without a usable
-    model, "" when none is missing."""
-    if not missing:
-        return ""
-    return f"; missing {len(missing)} of the grid: {', '.join(missing)}"
-
-
-def verdict(
-    row: dict[str, Any],
-    axes: Sequence[str],
-    *,
-    bootstrap: int | None = None,
-    n_strata_ok: int | None = None,
-    missing: Sequence[str] = (),
-) -> str:
-    """SPEC 10's verdict words from a correlation row.
-
-    "predicts the gap" needs a tau or tau_fixed_n interval above 0 ("ranks the gap the wrong
-    way" when one lies below 0); "fails on axis i" needs >= MIN_SIGN_PAIRS pairs on i and a
-    sign-error interval above 0.5; otherwise "undetermined" with the counts. With
-    ``bootstrap`` (protocol v3's minimum evidence), any verdict word needs >= 8 configurations
-    and ``bootstrap`` >= 1000 ("insufficient evidence: ..." with the counts otherwise), and a
-    tau_fixed_n claim needs ``n_strata_ok`` >= 2 strata of n with >= 3 configurations.
-    ``missing``: the grid's configurations without a usable model, named after the words.
-    """
-    if not row.get("n_models"):
-        return "undefined: no model has a value of this measure"
-    tail = missing_clause(missing)
-    counts = f"{row['n_models']} models in {row['n_configurations']} configurations"
-    if bootstrap is not None:
-        lacks = V.insufficient(
-            bootstrap=bootstrap,
-            n_configurations=int(row.get("n_configurations") or 0),
-            statistic="kendall_tau",
-        )
-        if lacks:
-            return f"{V.INSUFFICIENT}: {', '.join(lacks)} ({counts}){tail}"
-    words = []
-    stats_ = [("kendall_tau", "tau")]
-    if bootstrap is None or (n_strata_ok or 0) >= V.MIN_STRATA:
-        stats_.append(("tau_fixed_n", "tau_n"))
-    for st, name in stats_:
-        lo, hi = row.get(f"{st}_low", math.nan), row.get(f"{st}_high", math.nan)
-        if lo > 0:
-            words.append(f"predicts the gap ({name} interval [{_fmt(lo)}, {_fmt(hi)}] above 0)")
-            break
-        if hi < 0:
-            words.append(
-                f"ranks the gap the wrong way ({name} interval [{_fmt(lo)}, {_fmt(hi)}] below 0)"
-            )
-            break
-    for a in axes:
-        pairs = row.get(f"sign_error_{a}_pairs", 0) or 0
-        lo = row.get(f"sign_error_{a}_low", math.nan)
-        if pairs >= S.MIN_SIGN_PAIRS and lo > 0.5:
-            hi = row.get(f"sign_error_{a}_high", math.nan)
-            words.append(
-                f"fails on axis {a} (sign-error interval [{_fmt(lo)}, {_fmt(hi)}] above 0.5 "
-                f"over {int(pairs)} pairs)"
-            )
-    if words:
-        return "; ".join(words) + tail
-    pairs = sum(int(row.get(f"sign_error_{a}_pairs", 0) or 0) for a in axes)
-    return (
-        f"undetermined: tau interval [{_fmt(row.get('kendall_tau_low', math.nan))}, "
-        f"{_fmt(row.get('kendall_tau_high', math.nan))}] over {counts}; {pairs} one-axis pairs"
-        + tail
-    )
-
-
-def better_word(low: float, high: float) -> str:
-    """ "better" / "worse" only when the difference's interval excludes 0, else "not shown"
-    (protocol v2's rule; differences.csv's ``verdict`` column is protocol v3's)."""
-    if low > 0:
-        return "better"
-    if high < 0:
-        return "worse"
-    return "not shown"
+from .rules import (  # noqa: F401 (re-exported: the names of table.py)
+    BASELINES,
+    DIFFERENCE_COLUMNS,
+    EMPTY_SET,
+    INTERVAL_STATS,
+    MAX_BOOTSTRAP,
+    MAX_COUNT_BYTES,
+    N_COLUMN,
+    PER_SQRT_N,
+    _fmt,
+    axis_codes,
+    better_word,
+    check_bootstrap,
+    check_level,
+    check_size,
+    correlation_columns,
+    degenerate_notes,
+    missing_clause,
+    size_axis,
+    verdict,
+)
 
 
 @dataclass
@@ -655,65 +476,3 @@ def with_verdicts(
     d["verdict"], d["evidence"] = words, evidence
     d["B"] = d["B"].astype(int)
     return d[DIFFERENCE_COLUMNS]
-
-
-def degenerate_notes(
-    models: pd.DataFrame,
-    axes: Sequence[str],
-    n: np.ndarray | None,
-    config: np.ndarray,
-    bootstrap: int,
-    corr: pd.DataFrame,
-) -> list[str]:
-    """One line per statistic that the design leaves undefined, and why."""
-    notes = []
-    if len(models) < 2:
-        notes.append("one model: every statistic is undefined (pairs of models are needed)")
-    if not axes:
-        notes.append("no axes: psi, sign-error and CMI by axes are undefined; only tau remains")
-    for a in axes:
-        if models[a].nunique(dropna=False) < 2:
-            notes.append(
-                f"axis {a} has one value: psi_{a} and sign_error_{a} are undefined "
-                "(nothing varies along it)"
-            )
-    k = int(np.unique(config).size)
-    if axes and k == 1:
-        notes.append(
-            "one configuration: psi and sign-error are undefined and the bootstrap "
-            "has only one configuration to draw (intervals are undefined)"
-        )
-    elif k == len(models) and len(models) > 1:
-        notes.append(
-            "every configuration has one model (no seeds): the bootstrap resamples single "
-            "models, and seed-to-seed variation is not separated from the axes"
-        )
-    elif k > 1:
-        single = int(np.sum(np.bincount(config) == 1))
-        if single:
-            notes.append(
-                f"{single} of {k} configurations have one model (no seed pairs there); "
-                "every statistic stays defined"
-            )
-    if n is None or not np.isfinite(n).any():
-        notes.append(f"no {N_COLUMN}: no bound forms, sample_size_only, tau_fixed_n or psi_fixed_n")
-    elif np.unique(n[np.isfinite(n)]).size < 2:
-        notes.append(
-            f"{N_COLUMN} is constant: sample_size_only, tau_fixed_n and psi_fixed_n are "
-            "undefined (no strata of n to compare)"
-        )
-    elif size_axis(models, axes) is None:
-        notes.append(
-            f"{N_COLUMN} varies but no axis determines it: psi_fixed_n is undefined (its groups "
-            "would not hold n fixed)"
-        )
-    if bootstrap == 0:
-        notes.append(
-            "bootstrap 0: no intervals and no p-values, so every verdict is 'insufficient evidence'"
-        )
-    if axes and len(corr) and (corr["sign_error_robust_axis"] == S.TOO_FEW_PAIRS).all():
-        notes.append(
-            f"no axis has >= {S.MIN_SIGN_PAIRS} one-axis pairs: the robust sign-error is "
-            f"'{S.TOO_FEW_PAIRS}'"
-        )
-    return notes
