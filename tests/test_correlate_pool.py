@@ -104,3 +104,20 @@ def test_cli_pools_folders_and_refuses_contradictions(tmp_path):
         assert r.code != 0
         assert words in r.one_error_line()
         assert not (tmp_path / "x").exists()
+
+
+def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
+    from specbound.report.pages.correlate import write_correlation
+
+    a, b = _split(tmp_path)
+    result = P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
+    write_correlation(result, tmp_path / "pooled", figures=False)
+    html = (tmp_path / "pooled" / "report.html").read_text()
+    assert (
+        "Correlation study: sparse-parity, 2 zoos pooled, protocol v3, with data measures" in html
+    )
+    for f in ("models.csv", "differences.csv", "correlate.json"):
+        assert f'href="{f}"' in html
+    assert 'href="../a/report.html"' in html and 'href="../b/report.html"' in html
+    for term in ("τ_n", "p_holm", "q_bh", "not comparable", "_per_sqrt_n"):
+        assert term in html

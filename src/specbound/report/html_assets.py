@@ -207,6 +207,46 @@ GLOSSARY = (
         "two slopes within max(2, t_0.975(df)) combined SEs of each other: this grid cannot "
         "tell them apart; it is not evidence that they are equal",
     ),
+    ("τ", "Kendall's tau-b between a measure and the generalization gap over all models"),
+    (
+        "Ψ",
+        "granulated Kendall (Jiang et al.): per axis, the mean pairwise tau over groups of models "
+        "that share every other axis value; Ψ averages the axes",
+    ),
+    (
+        "τ_n",
+        "tau within strata of equal training-set size n, averaged: what a measure adds once n is "
+        "known (tau_fixed_n in the CSVs)",
+    ),
+    (
+        "CMI",
+        "Jiang's conditional mutual information between the signs of Δmeasure and Δgap, minimized "
+        "over sets of at most two axes (0 = no information)",
+    ),
+    (
+        "sign-error",
+        "over pairs of models that differ in one axis, the share where the measure moves against "
+        "the gap (0.5 = chance)",
+    ),
+    ("configuration", "one value of every axis; its models are its seeds (the replicates)"),
+    ("_per_sqrt_n", "a bound form log10 B - ½ log10 n: it contains the sample size itself"),
+    ("p", "the bootstrap p-value of a difference over its B paired draws"),
+    ("p_holm", "p adjusted by Holm's step-down method over the primary rows (P1-P3)"),
+    ("q_bh", "p adjusted by Benjamini-Hochberg over the exploratory rows of the table"),
+    (
+        "borderline",
+        "the adjusted figure is within 2 Monte Carlo errors of 0.05: no verdict either way",
+    ),
+    (
+        "insufficient evidence",
+        "fewer than 8 configurations, fewer than 1000 draws or (for τ_n) fewer than 2 strata of "
+        "n with 3 configurations: no verdict word is given",
+    ),
+    (
+        "not comparable",
+        "the comparison cannot mean anything (a baseline constant on an axis, or undefined "
+        "within fixed n): never a win",
+    ),
     (
         "half-change step",
         "the first step at which a series had covered half of its net change from the first to "

@@ -16,12 +16,13 @@ measure and metric names) goes through ``html.escape``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...naming import display_names
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
-from ..html import escape, figure_html, interval, page, table
+from ..html import escape, figure_html, files_html, interval, page, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -239,10 +240,53 @@ def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
     return labels, pd.DataFrame({"label": labels, "model": short})
 
 
-def report_html(result: Correlation, figures: list[Figure]) -> str:
-    """The whole report page, figures embedded."""
-    title = "Correlation study" + (f": {result.task}" if result.task else "")
-    sections = [answer_html(result)]
+def page_title(result: Correlation) -> str:
+    """``Correlation study: TASK, PRESET, protocol v3, with data measures``: the page says which
+    zoo it is on (preset from the zoo's zoo.json, "pooled" for several zoos)."""
+    import json
+
+    parts = [str(result.task)] if result.task else []
+    preset = None
+    if len(result.zoos) > 1:
+        preset = f"{len(result.zoos)} zoos pooled"
+    else:
+        zoo_json = Path(str(result.manifest)).with_name("zoo.json")
+        try:
+            preset = json.loads(zoo_json.read_text(encoding="utf-8")).get("preset")
+        except (OSError, ValueError, AttributeError):
+            preset = None
+        if preset == "grid" or preset is None:
+            preset = result.zoos[0] if result.zoos else preset
+    if preset:
+        parts.append(str(preset))
+    parts.append("protocol v3")
+    data = any(m in result.measures for m in ("sharpness", "pacbayes_flatness", "inverse_margin"))
+    parts.append("with data measures" if data else "weight measures only")
+    return "Correlation study: " + ", ".join(parts)
+
+
+CORRELATE_FILES = (
+    "models.csv",
+    "correlation.csv",
+    "differences.csv",
+    "skipped.csv",
+    "correlate.json",
+)
+
+
+def report_html(
+    result: Correlation,
+    figures: list[Figure],
+    out_dir: str | Path | None = None,
+    siblings: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The whole report page, figures embedded; links to the files written next to it and to
+    ``siblings`` (label, relative href) pages."""
+    title = page_title(result)
+    sections = [answer_html(result), files_html(out_dir, CORRELATE_FILES)]
+    if siblings:
+        links = ", ".join(f'<a href="{escape(h)}">{escape(t)}</a>' for t, h in siblings)
+        sections.append(f'<p class="files">Other pages of this study: {links}</p>')
     if result.notes:
         sections.append('<p class="note">' + "<br>".join(escape(n) for n in result.notes) + "</p>")
     if figures:
@@ -298,15 +342,38 @@ def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:
     return figs
 
 
-def write_correlation(result: Correlation, out: str | Path, figures: bool = True) -> Path:
+def sibling_pages(out: Path) -> list[tuple[str, str]]:
+    """The other correlate folders beside ``out`` (their report.html, relative links), and the
+    README.md of the folder above them when there is one (a benchmark's write-up)."""
+    parent = Path(out).absolute().parent
+    if not parent.is_dir():
+        return []
+    pages = [
+        (d.name, f"../{d.name}/report.html")
+        for d in sorted(parent.iterdir())
+        if d.name != Path(out).name and (d / "correlate.json").is_file()
+    ]
+    if (parent.parent / "README.md").is_file() and pages:
+        pages.append(("README", "../../README.md"))
+    return pages
+
+
+def write_correlation(
+    result: Correlation,
+    out: str | Path,
+    figures: bool = True,
+    siblings: Sequence[tuple[str, str]] = (),
+) -> Path:
     """Write the tables (``studies.correlate.run.write_tables``), figures/ and report.html into
     ``out`` through the shared atomic output directory (all or nothing)."""
     from ...io import output_dir
     from ...studies.correlate.run import write_tables
 
+    if not siblings:
+        siblings = sibling_pages(Path(out))
     with output_dir(out) as tmp:
         tmp = Path(tmp)
         write_tables(result, tmp)
         figs = correlation_figures(result, tmp / "figures") if figures else []
-        (tmp / "report.html").write_text(report_html(result, figs), encoding="utf-8")
+        (tmp / "report.html").write_text(report_html(result, figs, tmp, siblings), encoding="utf-8")
     return Path(out)
