@@ -156,12 +156,34 @@ def lead_clause(said: list[str]) -> str:
     return ""
 
 
+def confound_sentence(result: Correlation, rows: dict[str, Any]) -> str:
+    """The opening sentence: how far sample size alone goes, so no measure is read as a
+    predictor on the strength of n."""
+    if "sample_size_only" not in rows:
+        return (
+            "The training-set size n is the same for every model (or unknown), so sample size "
+            "cannot explain the ranking; τ at fixed n is undefined and τ is the statistic."
+        )
+    ss = _float(rows["sample_size_only"].get("kendall_tau"))
+    weight = {
+        k: _float(r.get("kendall_tau"))
+        for k, r in rows.items()
+        if k not in BASELINES and not k.endswith("sqrt_n")
+    }
+    weight = {k: v for k, v in weight.items() if not math.isnan(v)}
+    best = max(weight, key=lambda k: weight[k]) if weight else None
+    text = f"Sample size alone (sample_size_only) ranks the gap with τ {ss:+.3g}"
+    if best is not None:
+        text += f"; the best measure of the weights or data, {best}, has τ {weight[best]:+.3g}"
+    return text + ": n varies, so read each measure beyond n (τ_n, within strata of equal n)."
+
+
 def answer_html(result: Correlation) -> str:
     """The opening: the tool's own proxy, every measure's verdict, established differences,
     the rank ceiling, the zoo's counts."""
     c = result.correlation
     rows = {str(r["measure"]): r for r in c.to_dict("records")}
-    parts: list[str] = []
+    parts: list[str] = [f"<p>{escape(confound_sentence(result, rows))}</p>"]
     if OWN in rows:
         r = rows[OWN]
         lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')})"
