@@ -119,5 +119,6 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
     for f in ("models.csv", "differences.csv", "correlate.json"):
         assert f'href="{f}"' in html
     assert 'href="../a/report.html"' in html and 'href="../b/report.html"' in html
+    assert "The training-set size n is the same for every model" in html  # fixed-n zoo
     for term in ("τ_n", "p_holm", "q_bh", "not comparable", "_per_sqrt_n"):
         assert term in html
