@@ -113,7 +113,7 @@ def test_bootstrap_999_is_insufficient_evidence(tmp_path, capsys):
     assert list(prim["contrast"]) == ["P1", "P2", "P3"]
     assert (prim["B"] == 10_000).all()  # max(999, 10000) draws for the primary rows
     assert (d[d["family"] == "exploratory"]["B"] <= 999).all()
-    from specbound.report.terminal import print_correlation
+    from specbound.report.terminal_correlate import print_correlation
 
     print_correlation(res, width=80)
     printed = capsys.readouterr().out
