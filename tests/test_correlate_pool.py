@@ -122,3 +122,19 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
     assert "The training-set size n is the same for every model" in html  # fixed-n zoo
     for term in ("τ_n", "p_holm", "q_bh", "not comparable", "_per_sqrt_n"):
         assert term in html
+
+
+def test_huge_finite_values_are_drawn_clipped_and_the_page_says_so(tmp_path):
+    """Issue 35 item 14: a finite 1.7e308 in a measure must not crash the figures."""
+    from specbound.report.pages.correlate import write_correlation
+
+    a, _b = _split(tmp_path)
+    models = pd.read_csv(a / "models.csv")
+    models.loc[models.index[0], "frobenius_sum"] = 1.7e308
+    models.to_csv(a / "models.csv", index=False)
+    result = P.pool([P.read_part(a)], bootstrap=0)
+    write_correlation(result, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "1 values beyond ±1e300 are drawn at ±1e300" in html
+    assert (tmp_path / "out" / "figures" / "measure_frobenius_sum.png").is_file()
+    assert pd.read_csv(tmp_path / "out" / "models.csv")["frobenius_sum"].max() == 1.7e308

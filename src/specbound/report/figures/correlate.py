@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .style import SMALL, WIDTH, Figure, require_matplotlib, save, styled
+from .style import SMALL, WIDTH, Figure, plottable, require_matplotlib, save, styled
 
 if TYPE_CHECKING:
     from ...studies.correlate.run import Correlation
@@ -93,6 +93,13 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     by, why = colouring(result, measure)
     x = pd.to_numeric(m[measure], errors="coerce").to_numpy(float)
     y = pd.to_numeric(m["gap"], errors="coerce").to_numpy(float)
+    x, clipped = plottable(x)
+    y, clipped_y = plottable(y)
+    if clipped + clipped_y:
+        why += (
+            f"; {clipped + clipped_y} values beyond ±1e300 are drawn at ±1e300 (clipped for "
+            "drawing only: models.csv holds them)"
+        )
     fig, ax = plt.subplots(figsize=(SMALL, 3.8), layout="constrained")
     if by is None:
         ax.scatter(x, y, s=24, color="#3b6fb6")

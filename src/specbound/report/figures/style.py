@@ -126,6 +126,19 @@ def file_stem(name: str) -> str:
     return stem
 
 
+#: The largest magnitude a figure draws: matplotlib's tick arithmetic overflows near 1.8e308.
+PLOT_LIMIT = 1e300
+
+
+def plottable(values: Any) -> tuple[np.ndarray, int]:
+    """``values`` as float64 with every finite value beyond ±PLOT_LIMIT clipped to it, and how
+    many were clipped (the caller says so on the page; tables keep the values)."""
+    v = np.asarray(values, dtype=np.float64).copy()
+    big = np.isfinite(v) & (np.abs(v) > PLOT_LIMIT)
+    v[big] = np.sign(v[big]) * PLOT_LIMIT
+    return v, int(big.sum())
+
+
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
     """Write ``name``.png, ``name``.pdf and ``name``.svg into ``out_dir`` (``name`` made a safe
     file stem, :func:`file_stem`); close the figure."""
