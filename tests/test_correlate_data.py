@@ -259,3 +259,105 @@ def test_a_bad_worker_count_is_one_line(zoo, cache_home, tmp_path, bad):
     assert r.code == 2
     assert "--data-workers" in r.one_error_line()
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("mode", ["once", "always"])
+def test_a_killed_data_worker_costs_one_model_at_most(zoo, cache_home, tmp_path, monkeypatch, mode):
+    """SIGKILL of the worker computing one model's data measures: the model is retried once in
+    a fresh worker and the other models finish. Killed once, every model is in the table, exit
+    0; killed twice, that model is in skipped.csv naming the signal, the others are written and
+    the command exits 1 with one line."""
+    import procjobs
+
+    from specbound.studies.correlate import data as D
+
+    names = sorted(f"models/{p.name}" for p in (zoo / "models").iterdir() if p.is_dir())
+    victim = names[1]
+    monkeypatch.setattr(D, "_worker_job", procjobs.killing_data_job)
+    monkeypatch.setenv(procjobs.KILL, victim.split("/")[-1])
+    monkeypatch.setenv(procjobs.KILL_MODE, mode)
+    monkeypatch.setenv(procjobs.MARKS, str(tmp_path))
+    out = tmp_path / "o"
+    r = _correlate(
+        [str(zoo), "--out", str(out), "--data-measures", "--data-workers", "2", "--no-cache"],
+        cache_home,
+    )
+    assert (tmp_path / f"died-{victim.split('/')[-1]}").is_file()  # the worker was killed
+    models = pd.read_csv(out / "models.csv")
+    skipped = pd.read_csv(out / "skipped.csv") if (out / "skipped.csv").stat().st_size else None
+    if mode == "once":
+        assert r.code == 0, r.err
+        assert sorted(models["model"]) == names
+        assert models[NAMES].notna().all().all()
+    else:
+        assert r.code == 1
+        line = r.err.strip().splitlines()[-1]
+        assert line.startswith("error: data measures failed for 1 models"), r.err
+        assert victim in line and "Traceback" not in r.err
+        assert sorted(models["model"]) == [n for n in names if n != victim]
+        assert skipped is not None and list(skipped["model"]) == [victim]
+        assert skipped["reason"][0] == (
+            "data measures failed: worker process killed by SIGKILL twice (retried once in a "
+            "fresh worker)"
+        )
+        info = json.loads((out / "correlate.json").read_text())
+        assert info["n_models"] == len(names) - 1 and info["n_skipped"] == 1
+
+
+def test_ctrl_c_stops_the_data_workers_at_once(zoo, cache_home, tmp_path):
+    """Ctrl-C (SIGINT to the process group) while two data workers compute: exit 130 with one
+    line within seconds, every worker gone, no output folder."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    out = tmp_path / "o"
+    script = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); import procjobs; "
+        "from specbound.studies.correlate import data; "
+        "data._worker_job = procjobs.sleeping_data_job; "
+        "from specbound.cli import main; sys.argv[0] = 'specbound'; main()"
+    )
+    cmd = [sys.executable, "-c", script, "correlate", str(zoo), "--out", str(out),
+           "--data-measures", "--data-workers", "2", "--no-cache", "--bootstrap", "200",
+           "--include-unconverged"]  # fmt: skip
+    env = {**os.environ, "SPECBOUND_CACHE_DIR": str(cache_home), "SPECBOUND_TEST_MARKS": str(marks)}
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(marks.glob("busy-*"))) < 2:  # both workers are computing
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    print(f"ctrl-c to exit: {took:.2f} s")
+    assert took < 4.0, took  # the workers are stopped at once (SIGTERM, SIGKILL after 1 s)
+    workers = [int(p.name.split("-")[1]) for p in marks.glob("busy-*")]
+    deadline = time.monotonic() + 10
+    while True:
+        alive = []
+        for pid in workers:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            break
+        assert time.monotonic() < deadline, f"workers {alive} outlived their parent"
+        time.sleep(0.1)
+    assert not out.exists()

@@ -571,6 +571,24 @@ def test_non_finite_metrics_are_written_empty_and_counted(tmp_path):
     assert res.exit_code == 0, res.output
 
 
+def test_huge_finite_metrics_are_drawn_clipped_and_said(tmp_path):
+    """A diverging run (a finite loss of 1.7e308): the page is drawn, its caption says how many
+    values were clipped for drawing, and track.csv keeps the value."""
+    from typer.testing import CliRunner
+
+    from specbound.cli import app
+
+    t = small_tracker(tmp_path)
+    t.step(0, train_loss=1.0, test_loss=1.0, acc=0.5)
+    t.step(1, train_loss=1.7e308, test_loss=-1.7e308, acc=0.6)
+    t.step(2, train_loss=0.5, test_loss=0.9, acc=0.7)
+    res = CliRunner().invoke(app, ["trajectory", str(tmp_path), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "2 values beyond ±1e300 are drawn at ±1e300" in html
+    assert read_track(tmp_path / "r")["train_loss"][1] == 1.7e308
+
+
 def test_overwrite_replaces_an_earlier_run(tmp_path):
     t = small_tracker(tmp_path)
     t.step(0, a=1.0)

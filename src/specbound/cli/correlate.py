@@ -156,11 +156,14 @@ def correlate(
         given: list[Path | None] = list(grid) if grid else [None] * len(folders)
         parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
         result = P.pool(parts, bootstrap=bootstrap, seed=seed)
+        lost: list[str] = []
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
-        parts = [P.part_of(run_one(z, bootstrap=0)) for z in zoos]
-        result = P.pool(parts, bootstrap=bootstrap, seed=seed)
+        each = [run_one(z, bootstrap=0) for z in zoos]
+        lost = [m for r in each for m in r.data_failed]
+        result = P.pool([P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed)
     else:
         result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
+        lost = list(result.data_failed)
     write_correlation(result, out)
     clear_sweep_state(eng, out, result.skipped.empty)
     if as_json:
@@ -186,3 +189,10 @@ def correlate(
         from ..report.terminal_correlate import print_correlation
 
         print_correlation(result, out=out)
+    if lost:
+        fail(
+            f"data measures failed for {len(lost)} models (listed in {out / 'skipped.csv'} with "
+            f"the reason; first: {lost[0]}); the other models are written to {out}; run the same "
+            "command again to retry them",
+            code=1,
+        )

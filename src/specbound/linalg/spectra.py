@@ -246,9 +246,10 @@ class RaggedSpectra:
 
     @property
     def stable_rank(self) -> np.ndarray:
-        """||A||_F^2 / ||A||_2^2 (0 for the zero matrix)."""
+        """||A||_F^2 / ||A||_2^2 (0 for the zero matrix; NaN where s_1 is undefined, a product
+        beyond float64)."""
         s1 = self.spectral_norm
-        out = np.zeros(len(self))
+        out = np.where(np.isnan(s1), np.nan, 0.0)
         nz = s1 > 0
         with np.errstate(over="ignore", invalid="ignore"):
             out[nz] = self.frobenius_norm[nz] ** 2 / s1[nz] ** 2
@@ -369,6 +370,8 @@ def _build(
     h = spec.num_heads
     lens = np.array([s.size for s in svs], dtype=np.int64)
     sv_values = np.concatenate(svs) if svs else np.zeros(0)
+    with np.errstate(over="ignore"):  # a sum beyond float64 is inf: undefined downstream
+        nuclear = np.array([np.sum(s) for s in svs], dtype=np.float64)
     return Spectra(
         layer=np.full(2 * h + 2, layer, dtype=np.int64),
         head=np.concatenate([np.arange(h), np.arange(h), [-1, -1]]).astype(np.int64),
@@ -376,7 +379,7 @@ def _build(
         rows=np.array([r for r, _ in rows_cols], dtype=np.int64),
         cols=np.array([c for _, c in rows_cols], dtype=np.int64),
         frobenius_norm=np.array([norm2_safe(s) for s in svs], dtype=np.float64),
-        nuclear_norm=np.array([np.sum(s) for s in svs]),
+        nuclear_norm=nuclear,
         norm_21=np.asarray(n21, dtype=np.float64),
         norm_11=np.asarray(n11, dtype=np.float64),
         sv_offsets=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),

@@ -24,6 +24,6 @@ def logsumexp(a: np.ndarray, axis: int | None = None) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     m = np.max(a, axis=axis, keepdims=True) if a.size else np.array(-np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # an +inf entry gives +inf, as it should
         out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
     return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())

@@ -294,7 +294,7 @@ def print_summary(
             mats["matrix_type"][i],
             f"{mats['p_star'][i]:.3g}",
             _fixed(float(mats["contribution"][i]), 1),
-            f"{int(mats['rank'][i]):,}",
+            "undefined" if mats["rank"][i] is None else f"{int(mats['rank'][i]):,}",
             _fixed(float(mats["spectral_norm"][i]), 3),
         )
     console.print(tt)

@@ -63,10 +63,14 @@ class Gap:
         return f"gap = {self.test} - {self.train}"
 
     def values(self, columns: Mapping[str, Any]) -> np.ndarray:
-        """The gap of every row (NaN where a metric is missing or not a number)."""
+        """The gap of every row (NaN where a metric is missing or not a number, or where the
+        difference of two finite metrics overflows float64)."""
         tr = _numbers(columns[self.train])
         te = _numbers(columns[self.test])
-        return tr - te if self.kind == "accuracy" else te - tr
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = tr - te if self.kind == "accuracy" else te - tr
+        g[np.isfinite(tr) & np.isfinite(te) & ~np.isfinite(g)] = np.nan
+        return g
 
 
 def _numbers(col: Any) -> np.ndarray:

@@ -127,7 +127,7 @@ def file_stem(name: str) -> str:
 
 
 #: The largest magnitude a figure draws: matplotlib's tick arithmetic overflows near 1.8e308.
-PLOT_LIMIT = 1e300
+PLOT_LIMIT = 1e300  # clipped_note spells it
 
 
 def plottable(values: Any) -> tuple[np.ndarray, int]:
@@ -137,6 +137,16 @@ def plottable(values: Any) -> tuple[np.ndarray, int]:
     big = np.isfinite(v) & (np.abs(v) > PLOT_LIMIT)
     v[big] = np.sign(v[big]) * PLOT_LIMIT
     return v, int(big.sum())
+
+
+def clipped_note(n: int, table: str = "the tables") -> str:
+    """The caption sentence for ``n`` values :func:`plottable` clipped ("" when none)."""
+    if not n:
+        return ""
+    return (
+        f" {n} values beyond ±1e300 are drawn at ±1e300 (clipped for drawing only: {table} "
+        f"{'holds' if table.endswith('.csv') else 'hold'} them)."
+    )
 
 
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .style import WIDTH, Figure, require_matplotlib, save, styled
+from .style import WIDTH, Figure, clipped_note, plottable, require_matplotlib, save, styled
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,9 +72,11 @@ def metrics_figure(
     fig, axes = plt.subplots(
         rows, cols, figsize=(WIDTH, 3.0 * rows + 0.4), squeeze=False, layout="constrained"
     )
+    clipped = 0
     for ax, (title, columns, ylabel) in zip(axes.flat, panels, strict=False):
         for k, c in enumerate(columns):
-            y = gap.values(df) if c == "__gap__" else df[c].to_numpy(dtype=float)
+            y, n = plottable(gap.values(df) if c == "__gap__" else df[c].to_numpy(dtype=float))
+            clipped += n
             label = c.replace("_mean_p_star", "") if c != "__gap__" else None
             ax.plot(steps, y, lw=1.6, color=f"C{k}" if c != "__gap__" else "#c0392b", label=label)
         _mark(ax, phase)
@@ -102,6 +104,7 @@ def metrics_figure(
             f" Shaded: the grokking phase, from step {phase[0]:,.0f} (train accuracy "
             f"reached) to step {phase[1]:,.0f} (test accuracy's half-change step)."
         )
+    cap += clipped_note(clipped, "track.csv")
     return save(fig, out_dir, "metrics", "Training metrics and mean p*", cap)
 
 
@@ -128,8 +131,11 @@ def trajectory_figure(
         rows, cols, figsize=(WIDTH, 2.5 * rows + 0.5), squeeze=False, layout="constrained"
     )
     steps = df["step"].to_numpy(dtype=float)
+    clipped = 0
     for ax, name in zip(axes.flat, names, strict=False):
-        ax.plot(steps, df[name].to_numpy(dtype=float), color="#3b6fb6", lw=1.5)
+        y, n = plottable(df[name].to_numpy(dtype=float))
+        clipped += n
+        ax.plot(steps, y, color="#3b6fb6", lw=1.5)
         _mark(ax, phase)
         if test_step is not None:
             ax.axvline(test_step, color="#c0392b", lw=1.0, ls="--")
@@ -149,4 +155,5 @@ def trajectory_figure(
         cap += f" Dashed red: the test metric's half-change step ({test_step:,.0f})."
     if phase:
         cap += " Shaded: the grokking phase."
+    cap += clipped_note(clipped, "track.csv")
     return save(fig, out_dir, "trajectory", "Measures during training", cap)

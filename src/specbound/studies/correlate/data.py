@@ -313,12 +313,12 @@ def cached_data_measures(
 
 
 def default_workers(device: str | None = None) -> int:
-    """Worker processes for the data measures: one per CPU core on the CPU, 1 on a GPU."""
-    import os
+    """Worker processes for the data measures: one per usable CPU on the CPU, 1 on a GPU."""
+    from ...engines.processes import usable_cpus
 
     if torch_device(device) != "cpu":
         return 1
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    return usable_cpus()
 
 
 def _worker_job(
@@ -333,9 +333,11 @@ def _worker_job(
 
 @dataclass
 class DataColumns:
-    """The data measures of the analyzed models: row index -> values, and the notes."""
+    """The data measures of the analyzed models: row index -> values, and the notes; the
+    models whose data measures failed: row index -> one-line reason."""
 
     values: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -364,30 +366,19 @@ def _in_processes(
     workers: int,
 ) -> Iterator[tuple[int, str, Outcome, float]]:
     """Each job in one of ``workers`` spawned processes (torch and the model reimported there),
-    as they finish. A worker that dies fails the jobs it had not finished, not the study."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    as they finish. A worker that dies costs only its model, which is retried once in a fresh
+    worker (``engines.processes``); Ctrl-C stops every worker at once."""
+    from ...engines.processes import run_in_processes
 
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-    started: dict[Future[Any], tuple[int, str]] = {}
-    try:
-        for i, d, weights in jobs:
-            job = (d, cache, device, None if weights is None else dict(weights))
-            started[pool.submit(_worker_job, job)] = (i, d)
-        pending = set(started)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: started[f][0]):
-                i, d = started[fut]
-                took = 0.0
-                try:
-                    out: Outcome
-                    out, took = fut.result()
-                except Exception as exc:  # the job's error, or a dead worker
-                    out = exc
-                yield i, d, out, took
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    dirs = {i: d for i, d, _ in jobs}
+    work = [(i, (d, cache, device, None if w is None else dict(w))) for i, d, w in jobs]
+    for done in run_in_processes(_worker_job, work, workers):
+        i = int(done.key)  # type: ignore[call-overload]
+        if done.ok:
+            got, took = done.value
+            yield i, dirs[i], got, took
+        else:
+            yield i, dirs[i], SpecboundError(done.reason), done.took
 
 
 def compute_columns(
@@ -399,7 +390,8 @@ def compute_columns(
     workers: int = 1,
 ) -> DataColumns:
     """The data measures of each ``(row index, model directory, its weight measures)``; a model
-    whose data measures fail gets empty cells (counted in a note), never the end of the study.
+    whose data measures fail is in ``failed`` with its reason (counted in a note), never the end
+    of the study.
 
     Cached models are read here; the others are computed in turn in this process
     (``workers`` 1) or in ``workers`` spawned processes (a script calling this with
@@ -416,6 +408,7 @@ def compute_columns(
         nonlocal done
         done += 1
         if isinstance(got, BaseException):
+            out.failed[i] = one_line_reason(got)
             failed.append(f"{Path(d).name}: {one_line_reason(got)}")
             status = f"failed: {one_line_reason(got)}"
         else:
@@ -455,7 +448,8 @@ def compute_columns(
     )
     if failed:
         out.notes.append(
-            f"data measures failed for {len(failed)} models (empty cells); first: {failed[0]}"
+            f"data measures failed for {len(failed)} models (listed in skipped.csv); first: "
+            f"{failed[0]}"
         )
     for m in out.names:
         if m in noted:

@@ -93,17 +93,17 @@ def _add_data_measures(
     device: str | None,
     on_data: Callable[[str], None] | None,
     workers: int = 1,
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], dict[int, str]]:
     """Add the data-measure columns to ``models`` (row k is manifest row ``row_of[k]``):
-    (the measures added, the notes). None added, and one note, when the manifest's models are
-    not all zoo model directories."""
+    (the measures added, the notes, {row k: why its data measures failed}). None added, and
+    one note, when the manifest's models are not all zoo model directories."""
     from . import data as D
 
     dirs, why = D.eligible(zoo)
     if why is not None:
         if on_data is not None:
             on_data(why)
-        return [], [why]
+        return [], [why], {}
     rows = models.to_dict("records")
     jobs = [(k, dirs[i], rows[k]) for k, i in enumerate(row_of)]
     cols = D.compute_columns(jobs, cache=cache, device=device, on_line=on_data, workers=workers)
@@ -112,7 +112,7 @@ def _add_data_measures(
             math.nan if (v := cols.values.get(k, {}).get(m)) is None else float(v)
             for k in range(len(models))
         ]
-    return list(cols.names), cols.notes
+    return list(cols.names), cols.notes, dict(cols.failed)
 
 
 def _grid_key(v: Any) -> Any:

@@ -57,7 +57,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -168,6 +168,8 @@ class Correlation:
     primary_bootstrap: int = 0
     #: The zoos whose models were pooled (``pool``), in order; [] for one zoo's own run.
     zoos: list[str] = field(default_factory=list)
+    #: Models whose data measures failed (in ``skipped``; the CLI exits 1 when any did).
+    data_failed: list[str] = field(default_factory=list)
 
     @property
     def primary(self) -> pd.DataFrame | None:
@@ -380,13 +382,8 @@ def correlate(
         row.update({k: (math.nan if v is None else float(v)) for k, v in _values_of(out).items()})
         rows.append(row)
         row_of.append(i)
-    skipped = [{"model": names_of[i], "reason": reasons[i]} for i in sorted(reasons)]
     if not rows:
-        first = skipped[0]["reason"] if skipped else "none listed"
-        raise SpecboundError(
-            f"no model of {z.manifest} could be used ({len(skipped)} skipped; "
-            f"first: {skipped[0]['model'] if skipped else ''}: {first})"
-        )
+        _none_usable(z.manifest, names_of, reasons)
     models = pd.DataFrame(rows)
     for c in CEILING_COLUMNS:
         if c not in models.columns:
@@ -398,11 +395,20 @@ def correlate(
     measures += [m for m in found if m not in measures and m != "converged"]
     measures += add_bound_forms(models, measures, forms)
     data_notes: list[str] = []
+    data_failed: list[str] = []
     if data_measures:
-        added, data_notes = _add_data_measures(
+        added, data_notes, lost = _add_data_measures(
             z, models, row_of, cache, device, on_data, data_workers
         )
         measures += added
+        for k, why in lost.items():
+            reasons[row_of[k]] = f"data measures failed: {why}"
+            data_failed.append(names_of[row_of[k]])
+        if lost:
+            models = models.drop(index=list(lost)).reset_index(drop=True)
+            if models.empty:
+                _none_usable(z.manifest, names_of, reasons)
+    skipped = [{"model": names_of[i], "reason": reasons[i]} for i in sorted(reasons)]
     front = ["model", *z.axes]
     rest = [
         c
@@ -452,4 +458,14 @@ def correlate(
         missing,
         tables.primary_statistic,
         tables.primary_bootstrap,
+        data_failed=data_failed,
+    )
+
+
+def _none_usable(manifest: Any, names_of: Any, reasons: dict[int, str]) -> NoReturn:
+    """Raise: no model of the manifest could be used (how many skipped, the first reason)."""
+    first = min(reasons) if reasons else None
+    raise SpecboundError(
+        f"no model of {manifest} could be used ({len(reasons)} skipped; first: "
+        + (f"{names_of[first]}: {reasons[first]})" if first is not None else ": none listed)")
     )

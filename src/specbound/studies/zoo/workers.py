@@ -21,28 +21,19 @@ by ``run_on_engine`` after the other jobs' models are written; a re-run trains t
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import signal
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...engines.processes import (
+    ignore_sigint,
+    sigint_ignored,
+    stop_processes,
+    usable_cpus,
+)
 from ...validation import check_int
 from .plan import max_threads
-
-#: Seconds the parent waits for its workers to end after SIGTERM before it SIGKILLs them.
-STOP_GRACE_S = 1.0
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` elsewhere)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def default_workers(device: str = "cpu", threads: int = 1) -> int:
@@ -57,26 +48,6 @@ def check_workers(workers: Any) -> int:
     return check_int(workers, "--workers", min=1, max=max_threads())
 
 
-def _ignore_sigint() -> None:
-    """Worker initializer: Ctrl-C is the parent's to handle (it stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while workers are started, so that they inherit SIG_IGN from their first
-    instruction (a Ctrl-C while one imports would print its traceback). Main thread only."""
-    try:
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: no signal handling here
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 def remove_temps(models: Path) -> None:
     """Remove the temp dirs of unfinished models (``.NAME.*.tmp``); the caller holds the lock
     and its workers have ended."""
@@ -86,22 +57,8 @@ def remove_temps(models: Path) -> None:
 
 
 def _stop(pool: Any) -> None:
-    """End every worker process now: SIGTERM, then SIGKILL after ``STOP_GRACE_S``."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.terminate()
-    deadline = time.monotonic() + STOP_GRACE_S
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        with contextlib.suppress(Exception):
-            if p.is_alive():
-                p.kill()
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.join(STOP_GRACE_S)
+    """End every worker process of ``pool`` now (``engines.processes.stop_processes``)."""
+    stop_processes((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -156,7 +113,7 @@ class ProcessPool:
             pool = ProcessPoolExecutor(
                 max_workers=spawned,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_ignore_sigint,
+                initializer=ignore_sigint,
             )
         running: dict[Future[Any], Any] = {}
         done = 0
@@ -164,7 +121,7 @@ class ProcessPool:
         try:
             while queue or running:
                 if pool is not None:
-                    with _sigint_ignored():  # workers start on their first submit
+                    with sigint_ignored():  # workers start on their first submit
                         while queue and len(running) < 2 * spawned:
                             job = queue.popleft()
                             running[pool.submit(fn, job)] = job

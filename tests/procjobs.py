@@ -1,0 +1,71 @@
+"""Job functions that spawned worker processes import by name (``engines.processes`` tests):
+each misbehaves as its name says, steered by environment variables that the workers inherit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+#: A model directory name whose data-measure job kills its worker (``killing_data_job``).
+KILL = "SPECBOUND_TEST_KILL"
+#: "once": only the first attempt dies (a marker file in ``MARKS`` remembers it); "always".
+KILL_MODE = "SPECBOUND_TEST_KILL_MODE"
+#: A folder for marker files.
+MARKS = "SPECBOUND_TEST_MARKS"
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+def fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is\nnot allowed")
+    return x
+
+
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # never reached
+
+
+def die_once(x: int) -> int:
+    """Kill this worker the first time job ``x`` runs (per ``MARKS`` folder), then ``x``."""
+    mark = Path(os.environ[MARKS]) / f"died-{x}"
+    if not mark.exists():
+        mark.write_text(str(os.getpid()))
+        _die()
+    return x
+
+
+def die_on_three(x: int) -> int:
+    if x == 3:
+        _die()
+    return x
+
+
+def pid_of_worker(_: int) -> int:
+    return os.getpid()
+
+
+def killing_data_job(job):  # the signature of studies.correlate.data._worker_job
+    """``_worker_job``, except that the model named by ``KILL`` kills its worker (the first
+    time with ``KILL_MODE`` "once", every time with "always")."""
+    from specbound.studies.correlate import data
+
+    d = Path(job[0])
+    if d.name == os.environ.get(KILL):
+        mark = Path(os.environ[MARKS]) / f"died-{d.name}"
+        if os.environ.get(KILL_MODE) == "always" or not mark.exists():
+            mark.write_text(str(os.getpid()))
+            _die()
+    return data._worker_job(job)
+
+
+def sleeping_data_job(job):
+    """Mark that this worker started a job (a file named by its pid in ``MARKS``), then sleep:
+    a data-measure job that is surely running when the test interrupts it."""
+    (Path(os.environ[MARKS]) / f"busy-{os.getpid()}").write_text(str(job[0]))
+    time.sleep(600)
