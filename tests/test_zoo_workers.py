@@ -5,6 +5,7 @@ others finish, and on Ctrl-C stops its workers and exits 130 leaving no half-wri
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -145,6 +146,48 @@ def test_pool_reports_failed_jobs_and_runs_the_others():
     assert {k: v for k, v in got.items() if not isinstance(v, JobError)} == {0: 0, 1: 10, 4: 40}
     assert got[2] == JobError("two is bad input", input_error=True)
     assert got[3] == JobError("RuntimeError: three is a bug", input_error=False)
+
+
+def _die_in_a_worker(job):
+    """Job (x, parent pid): 2 x, but job 1 kills the spawned process that runs it."""
+    x, parent = job
+    if x == 1 and os.getpid() != parent:
+        os._exit(9)
+    return 2 * x
+
+
+def test_a_dead_worker_costs_only_its_job_the_parent_trains_the_rest():
+    """A spawned worker killed mid-job breaks the pool: that job is a JobError (or, when this
+    process ran it, its value), and every other job still gives its value, here or there."""
+    from specbound.engines.base import JobError, closing_map
+    from specbound.studies.zoo.workers import ProcessPool
+
+    jobs = [(x, os.getpid()) for x in range(6)]
+    with closing_map(ProcessPool(2).map(_die_in_a_worker, jobs)) as outcomes:
+        got = {job[0]: out for job, out in outcomes}
+    assert sorted(got) == list(range(6))
+    assert {x: v for x, v in got.items() if x != 1} == {x: 2 * x for x in range(6) if x != 1}
+    assert got[1] == 2 or (isinstance(got[1], JobError) and not got[1].input_error)
+
+
+def test_started_workers_end_at_once_when_unused():
+    """start() spawns the workers with a warm-up; close() (no map) or a map with one job
+    (nothing for them to do) ends them without waiting for the warm-up."""
+    from specbound.studies.zoo.workers import ProcessPool
+
+    pool = ProcessPool(2)
+    pool.start(functools.partial(time.sleep, 60))
+    procs = list(pool._pool._processes.values())
+    assert len(procs) == 1
+    t0 = time.monotonic()
+    pool.close()
+    assert time.monotonic() - t0 < 30 and not any(p.is_alive() for p in procs)
+    pool = ProcessPool(2)
+    pool.start(functools.partial(time.sleep, 60))
+    procs = list(pool._pool._processes.values())
+    t0 = time.monotonic()
+    assert list(pool.map(_job, [4])) == [(4, 40)]
+    assert time.monotonic() - t0 < 30 and not any(p.is_alive() for p in procs)
 
 
 def test_a_failed_model_is_reported_after_the_others_are_written(tmp_path):

@@ -30,6 +30,24 @@ def _plan(job: Job) -> ZooPlan:
     return plan(task, preset=rec["preset"], grid=grid)
 
 
+def warm(task: str) -> None:
+    """A spawned worker's first act while the parent starts too (``workers.ProcessPool.start``):
+    the imports and the data its jobs need, and one small model built (torch's RNG is seeded
+    again before every model, so this changes no result). Errors are left to the jobs."""
+    import contextlib
+
+    from transformers.utils import logging as hf_logging
+
+    from .single import train_model  # noqa: F401 (imported for its imports)
+    from .tasks import get_task
+    from .tasks.base import NUM_HEADS
+
+    hf_logging.set_verbosity_error()
+    with contextlib.suppress(Exception):
+        t = get_task(task)
+        t.build(1, 2 * NUM_HEADS, t.data().num_classes)
+
+
 def run_job(job: Job) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Train one job's members not finished yet; ``[(params, metrics)]`` for all of them."""
     from transformers.utils import logging as hf_logging

@@ -25,6 +25,7 @@ train side by side in spawned processes (``workers.py``), with the same files.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -138,12 +139,17 @@ def train_zoo(
             )
     elif n_workers > 1:
         eng = ProcessPool(n_workers)
-    import torch  # after the argument checks: bad input fails fast
+    if device.startswith("cuda"):
+        import torch  # after the argument checks: bad input fails fast
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise SpecboundError(f"--device {device}: CUDA is not available here; use --device cpu")
+        if not torch.cuda.is_available():
+            raise SpecboundError(f"--device {device}: CUDA is not available here; use --device cpu")
     out = Path(out)
     zoodir.check_zoo(out, p)
+    if isinstance(eng, ProcessPool):  # its processes start while this one imports torch
+        from .distributed import warm
+
+        eng.start(functools.partial(warm, p.task.name))
     try:
         with zoodir.lock(out):
             zoodir.check_zoo(out, p)
@@ -151,6 +157,9 @@ def train_zoo(
             return _train_all(p, out, device, threads, ens, on_model, eng)
     except OSError as exc:
         raise zoodir.os_error(out, exc) from None
+    finally:
+        if isinstance(eng, ProcessPool):
+            eng.close()
 
 
 def _train_all(
