@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -173,3 +174,25 @@ def test_products_beyond_float64_are_undefined_not_guessed(tmp_path):
     assert s["spectrum_adaptive_ceiling_gap"] is None
     assert s["measures"]["log_spectral_product"] is not None  # raw weights still fit
     assert s["measures"]["htsr_alpha"] is not None  # fitted from log eigenvalues
+
+
+def test_scale_study_of_models_beyond_float64_is_drawn_and_says_undefined(tmp_path):
+    """A scale study of models x1e160 (both proxies beyond float64: empty cells) writes its
+    figures and page (before: an internal error in the growth figure), and the page says the
+    proxies are undefined instead of printing "nan"."""
+    pytest.importorskip("matplotlib")
+    from cli_runner import run_cli
+
+    models = [
+        write_tiny_bert(
+            tmp_path / f"m{i}", layers=L, hidden=N, heads=2, ffn=2 * N, scale=1e160, dtype="float64"
+        )
+        for i, (L, N) in enumerate([(1, 16), (2, 16), (1, 32), (2, 32)])
+    ]
+    out = tmp_path / "s"
+    res = run_cli("scale", *models, "--out", out, "-q")
+    assert res.code == 0, res.err
+    page = re.sub(r'src="data:[^"]*"', "", (out / "report.html").read_text())
+    assert re.search(r"\bnan\b", page, re.IGNORECASE) is None
+    assert "proxy is beyond float64 (undefined) for every model" in page
+    assert len(list((out / "figures").glob("growth_vs_*"))) >= 1

@@ -73,8 +73,23 @@ def _slope(growth: Any, proxy: str, axis: str, z: Any) -> float | None:
     ]
     if rows.empty:
         return None
-    v = float(rows[AXIS_SLOPE[axis]].iloc[0])
+    v = float(_numbers(rows[AXIS_SLOPE[axis]])[0])
     return v if math.isfinite(v) else None
+
+
+def _numbers(column: Any) -> Any:
+    """A column as float64, NaN where a value is undefined (None, empty: beyond float64)."""
+    import pandas as pd
+
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+
+
+def _relative(g: Any, axis: str, column: str) -> tuple[Any, Any]:
+    """(``axis`` values, log10 proxy minus its first defined value) of one curve; a proxy
+    beyond float64 (an empty cell, None) is NaN and left out of the drawing."""
+    y = _numbers(g[column])
+    defined = y[np.isfinite(y)]
+    return g[axis].to_numpy(dtype=float), y - (defined[0] if defined.size else np.nan)
 
 
 @styled
@@ -90,11 +105,7 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
     if not groups or not proxies:
         return None
     sym, osym = SYMBOL[axis], SYMBOL[other]
-    curves = {
-        (p, z): (g[axis].to_numpy(dtype=float), g[c].to_numpy(dtype=float) - float(g[c].iloc[0]))
-        for p, c in proxies
-        for z, g in groups
-    }
+    curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
     ds = np.concatenate([d for _, d in curves.values()])
     ds = ds[np.isfinite(ds)]
     as_ratio = ds.size > 0 and float(np.max(np.abs(ds))) < 300
@@ -114,9 +125,9 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
             label = f"{osym} = {z}" + (f": slope {b:.3g}" if b is not None else "")
             label += f" (resid df {low}: unchecked)" if low is not None else ""
             ax.plot(x, 10.0**d if as_ratio else d, marker="o", ms=5, lw=0, color=color, label=label)
-            if b is not None:
+            ok = np.isfinite(d)
+            if b is not None and ok.sum() >= 2:
                 u = np.log10(x) if axis == "hidden_size" else x
-                ok = np.isfinite(d)
                 xs = np.linspace(u[ok].min(), u[ok].max(), 30)
                 line = d[ok].mean() + b * (xs - u[ok].mean())
                 xx = 10.0**xs if axis == "hidden_size" else xs
@@ -183,7 +194,7 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     for j, (proxy, col) in enumerate(proxies):
         ax.bar(
             x + (j - (len(proxies) - 1) / 2) * w,
-            m[col].to_numpy(dtype=float),
+            _numbers(m[col]),
             w,
             label=PROXY_LABELS[proxy],
             color=PROXY_COLORS[proxy],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,14 @@ GROWTH_FIRST = [
     "n_points",
     "resid_df",
 ]
+
+
+def _defined(column: Any) -> Any:
+    """The finite values of a column (an empty cell is a value beyond float64: undefined)."""
+    import pandas as pd
+
+    v = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    return v[np.isfinite(v)]
 
 
 def _proxy_col(models: pd.DataFrame, proxy: str) -> str | None:
@@ -93,17 +101,24 @@ def study_answer_html(study: Study) -> str:
     lines.append(f"<p>{escape(PROXY_CAVEAT)}</p><p>{len(m):,} models analyzed.")
     for proxy, label in (("spectrum_adaptive", "spectrum-adaptive"), ("norm_based", "norm-based")):
         col = _proxy_col(m, proxy)
-        if col is not None and len(m):
+        v = _defined(m[col]) if col is not None else np.array([])
+        if v.size:
             lines.append(
-                f" log10 B of the {label} proxy ranges from {m[col].min():.3f} to "
-                f"{m[col].max():.3f}."
+                f" log10 B of the {label} proxy ranges from {v.min():.3f} to {v.max():.3f}"
+                + (
+                    f" ({len(m) - v.size} models beyond float64: undefined)."
+                    if v.size < len(m)
+                    else "."
+                )
             )
+        elif col is not None and len(m):
+            lines.append(f" The {label} proxy is beyond float64 (undefined) for every model.")
     lines.append("</p>")
     share_col = next(
         (c for c in ("spectrum_adaptive_share_p0", "share_p0") if c in m.columns), None
     )
-    if share_col is not None and len(m):
-        s = m[share_col].to_numpy(dtype=float)
+    s = _defined(m[share_col]) if share_col is not None else np.array([])
+    if s.size:
         if float(np.nanmin(s)) == 1.0:
             lines.append(
                 "<p><b>Which p they chose:</b> every matrix of every model picked p* = 0 "
@@ -118,14 +133,24 @@ def study_answer_html(study: Study) -> str:
                 f"{share_text(float(np.nanmean(s)))}); p* = 0 charges a matrix by its rank "
                 "only.</p>"
             )
-    if study.analyses:
+    defined = [
+        a
+        for a in study.analyses
+        if np.isfinite(np.max(a.details.log_contribution, initial=-np.inf))
+    ]
+    if study.analyses and not defined:
+        lines.append(
+            "<p><b>Which matrices dominate:</b> undefined (every model's contributions are "
+            "beyond float64).</p>"
+        )
+    if defined:
         sa_share: dict[str, float] = dict.fromkeys(MATRIX_TYPES, 0.0)
-        for a in study.analyses:
+        for a in defined:
             c = np.exp(a.details.log_contribution - np.max(a.details.log_contribution))
-            tot = float(c.sum()) or 1.0
+            tot = float(np.nansum(c)) or 1.0
             for t, name in enumerate(MATRIX_TYPES):
-                sa_share[name] += float(c[a.spectra.matrix_type == t].sum()) / tot
-        n = len(study.analyses)
+                sa_share[name] += float(np.nansum(c[a.spectra.matrix_type == t])) / tot
+        n = len(defined)
         ranked = sorted(sa_share.items(), key=lambda kv: -kv[1])
         lines.append(
             "<p><b>Which matrices dominate</b> (mean share of the summed "

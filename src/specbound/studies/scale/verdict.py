@@ -380,10 +380,20 @@ def ceiling_count(models: pd.DataFrame) -> str | None:
     col = "spectrum_adaptive_ceiling_gap"
     if col not in models.columns or models.empty:
         return None
-    gap = models[col].to_numpy(dtype=float)
+    import numpy as np
+    import pandas as pd
+
+    gap = pd.to_numeric(models[col], errors="coerce").to_numpy(dtype=float)
+    undefined = int((~np.isfinite(gap)).sum())
+    if undefined == gap.size:
+        return "The rank-ceiling gap is undefined for every model (its proxy is beyond float64)."
     n_at, n = int((gap < AT_CEILING).sum()), int(gap.size)
     if n_at == 0:
-        return f"No model sits at the rank ceiling (smallest gap {gap.min():.3g} in log10)."
+        return f"No model sits at the rank ceiling (smallest gap {np.nanmin(gap):.3g} in log10)" + (
+            f"; the gap is undefined for {undefined} of {n} models (beyond float64)."
+            if undefined
+            else "."
+        )
     who = (
         f"All {n} models sit"
         if n_at == n
