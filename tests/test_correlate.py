@@ -454,10 +454,10 @@ def test_cli_correlate_end_to_end(tmp_path, capsys):
     assert (models["gap"] == models["train_acc"] - models["test_acc"]).all()
     check_tables_against_reference(out, ["depth", "width", "train_size"])
     html = (out / "report.html").read_text()
-    assert "Best by" in html and "data:image/png;base64," in html
+    assert "Best by" in html and "data:image/svg+xml;base64," in html
     assert "http://" not in html and "https://" not in html
-    assert (out / "figures" / "tau_psi.png").is_file()
-    assert (out / "figures" / "measure_spectrum_adaptive.png").is_file()
+    assert (out / "figures" / "tau_psi.svg").is_file()
+    assert (out / "figures" / "measure_spectrum_adaptive.svg").is_file()
 
 
 def test_correlate_api_zoo_dir_and_failures(tmp_path):

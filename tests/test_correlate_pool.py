@@ -136,5 +136,5 @@ def test_huge_finite_values_are_drawn_clipped_and_the_page_says_so(tmp_path):
     write_correlation(result, tmp_path / "out")
     html = (tmp_path / "out" / "report.html").read_text()
     assert "1 values beyond ±1e300 are drawn at ±1e300" in html
-    assert (tmp_path / "out" / "figures" / "measure_frobenius_sum.png").is_file()
+    assert (tmp_path / "out" / "figures" / "measure_frobenius_sum.svg").is_file()
     assert pd.read_csv(tmp_path / "out" / "models.csv")["frobenius_sum"].max() == 1.7e308

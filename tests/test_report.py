@@ -37,7 +37,18 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         )
         assert r.exit_code == 0, r.output
         grid = write_grid(root / "grid")
-        r = CliRunner().invoke(app, ["scale", *map(str, grid), "--out", str(root / "s"), "-q"])
+        r = CliRunner().invoke(  # every format, PNG first: the page embeds the PNG
+            app,
+            [
+                "scale",
+                *map(str, grid),
+                "--out",
+                str(root / "s"),
+                "-q",
+                "--figure-formats",
+                "png,pdf,svg",
+            ],
+        )
         assert r.exit_code == 0, r.output
     return {
         "analysis": root / "a" / "report.html",
@@ -77,22 +88,21 @@ def _self_contained(html: str, root: Path) -> None:
 def test_analysis_report(reports: dict[str, Path], objects: dict[str, object]) -> None:
     html = reports["analysis"].read_text()
     _self_contained(html, reports["analysis"].parent)
-    imgs = re.findall(r'<img[^>]+src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    imgs = re.findall(r'<img[^>]+src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)
     # spectral decay, contribution vs p, head heatmap (unless constant: said in words),
     # depth_factor, HTSR alpha per layer, ESD with its power-law fit (esd="worst")
     assert len(imgs) in (5, 6)
     assert ("head_heatmap" in html) != ("so no heatmap is drawn" in html)
     import base64
 
-    assert all(base64.b64decode(b)[:4] == b"\x89PNG" for b in imgs)
+    assert all(base64.b64decode(b).lstrip().startswith((b"<?xml", b"<svg")) for b in imgs)
     a = objects["analysis"]
     answer = html.split("<figure", 1)[0]  # everything before the first figure
     assert f"log10 {a.bounds.spectrum_adaptive.log10:.3f}" in answer
     assert f"log10 {a.bounds.norm_based.log10:.3f}" in answer
     assert "Which matrices dominate" in answer and "Which p they chose" in answer
     for name in ("spectral_decay", "contribution_vs_p", "depth_factor", "htsr_alpha", "esd"):
-        for ext in ("png", "pdf", "svg"):
-            assert (reports["analysis"].parent / "figures" / f"{name}.{ext}").is_file()
+        assert (reports["analysis"].parent / "figures" / f"{name}.svg").is_file()
     assert "proxies: leading factors" in answer.lower() or "not bounds on the test error" in answer
     # the depth factor is never headed plain "alpha"
     assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
@@ -207,7 +217,7 @@ def test_table_sorting_runs_in_chromium(reports: dict[str, Path], tmp_path: Path
 
 
 def _html_text_without_images(html: str) -> str:
-    return re.sub(r'src="data:image/png;base64,[^"]*"', 'src=""', html)
+    return re.sub(r'src="data:image/[^;"]+;base64,[^"]*"', 'src=""', html)
 
 
 @pytest.mark.parametrize("key", ["analysis", "study"])
@@ -282,15 +292,16 @@ def test_figures_are_paper_ready(reports: dict[str, Path]) -> None:
     from PIL import Image
 
     figs = reports["analysis"].parent / "figures"
-    for png in figs.glob("*.png"):
+    for svg_file in figs.glob("*.svg"):
+        svg = svg_file.read_text()
+        assert "<text" in svg  # svg.fonttype = none: text stays text, not glyph paths
+        assert "×10" not in svg and "times10" not in svg  # no "4x10^0" tick labels
+    study_figs = reports["study"].parent / "figures"
+    for png in study_figs.glob("*.png"):  # the study asked for PNG too
         im = Image.open(png)
         dpi = im.info.get("dpi", (0, 0))[0]
         assert abs(dpi - 200) < 1, (png.name, dpi)
         assert 1200 <= im.size[0] <= 2200 and im.size[1] <= 1700, (png.name, im.size)
-        svg = png.with_suffix(".svg").read_text()
-        assert "<text" in svg  # svg.fonttype = none: text stays text, not glyph paths
-        assert "×10" not in svg and "times10" not in svg  # no "4x10^0" tick labels
-    study_figs = reports["study"].parent / "figures"
     names = {p.name for p in study_figs.glob("*.png")}
     assert {
         "growth_vs_hidden_size.png",
@@ -441,3 +452,90 @@ def test_one_format_per_column() -> None:
     html = table(df, missing={"head": "n/a"})
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
     assert cells == ["0", "1.500", "n/a", "2.250"]
+
+
+# --- figure formats: one SVG per figure unless asked (issue 33 item 7) ------------------------
+
+
+def test_default_writes_one_svg_per_figure(reports: dict[str, Path]) -> None:
+    figs = reports["analysis"].parent / "figures"
+    files = sorted(figs.iterdir())
+    assert files and all(p.suffix == ".svg" for p in files)
+    html = reports["analysis"].read_text()
+    links = re.findall(r'href="(figures/[^"]+)"', html)
+    assert sorted(links) == sorted(f"figures/{p.name}" for p in files)
+    assert html.count("<img ") == len(files)
+
+
+def test_figure_formats_asked_are_written_and_linked(reports: dict[str, Path]) -> None:
+    out = reports["study"].parent
+    stems = {p.stem for p in (out / "figures").iterdir()}
+    for stem in stems:
+        assert {p.suffix for p in (out / "figures").glob(f"{stem}.*")} == {".png", ".pdf", ".svg"}
+    html = reports["study"].read_text()
+    for stem in stems:  # in the order asked: the embedded PNG first, then PDF and SVG
+        assert (
+            f'<a href="figures/{stem}.png">PNG</a>, <a href="figures/{stem}.pdf">PDF</a>, '
+            f'<a href="figures/{stem}.svg">SVG</a>'
+        ) in html
+    assert "data:image/svg+xml" not in html
+
+
+def test_bad_figure_format_is_one_line_naming_the_flag(tmp_path: Path) -> None:
+    r = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            "demo:minilm",
+            "--out",
+            str(tmp_path / "o"),
+            "--report",
+            "--figure-formats",
+            "png,gif",
+        ],
+    )
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert lines == [
+        "error: --figure-formats must be a comma list of svg, png, pdf (got 'png,gif')"
+    ]
+    assert not (tmp_path / "o").exists()
+
+
+def test_figure_formats_parsing_and_pdf_only_page(tmp_path: Path) -> None:
+    from specbound.errors import SpecboundError
+    from specbound.report.figures.style import (
+        figure_formats,
+        require_matplotlib,
+        save,
+        writing_formats,
+    )
+    from specbound.report.html import figure_html
+
+    assert figure_formats(None) == ("svg",)
+    assert figure_formats(" PNG,svg,png ") == ("png", "svg")
+    assert figure_formats(["pdf"]) == ("pdf",)
+    for bad in ("", "png,", "jpg", ["svg", "eps"]):
+        with pytest.raises(SpecboundError, match="figure_formats must be a comma list"):
+            figure_formats(bad)
+    plt = require_matplotlib()
+    with writing_formats("pdf"):
+        fig = save(plt.figure(), tmp_path / "figures", "only", "Only PDF")
+    assert [p.name for p in fig.files] == ["only.pdf"]
+    html = figure_html(fig)  # no image a browser shows in <img>: the link alone
+    assert "<img" not in html and '<a href="figures/only.pdf">PDF</a>' in html
+    fig = save(plt.figure(), tmp_path / "figures", "again", "Default")  # the default is back
+    assert [p.name for p in fig.files] == ["again.svg"]
+
+
+def test_svg_bytes_are_deterministic(tmp_path: Path) -> None:
+    from specbound.report.figures.style import require_matplotlib, save
+
+    plt = require_matplotlib()
+    out = []
+    for k in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2])
+        ax.set_title("same")
+        out.append(save(fig, tmp_path / str(k), "f", "F").files[0].read_bytes())
+    assert out[0] == out[1]

@@ -101,7 +101,7 @@ def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, obje
     assert not re.search(r"<th[^>]*>(log10 )?alpha</th>", html)
     figs = path.parent / "figures"
     for name in ("esd", "htsr_alpha", "depth_factor", "spectral_decay"):
-        assert {p.suffix for p in figs.glob(f"{name}*.*")} >= {".png", ".pdf", ".svg"}, name
+        assert {p.suffix for p in figs.glob(f"{name}*.*")} == {".svg"}, name  # one format
 
 
 def test_esd_option(analysis_page: tuple[Path, object], tmp_path: Path) -> None:
@@ -230,7 +230,7 @@ def test_correlate_page_escapes_and_says_undetermined(tmp_path: Path) -> None:
     from specbound.report.pages.correlate import write_correlation
 
     res = _hostile_correlation()
-    write_correlation(res, tmp_path / "c")
+    write_correlation(res, tmp_path / "c", figure_formats="png,pdf,svg")  # each format asked
     html = (tmp_path / "c" / "report.html").read_text()
     _safe(html)
     answer = html.split("<figure", 1)[0]
@@ -246,6 +246,8 @@ def test_correlate_page_escapes_and_says_undetermined(tmp_path: Path) -> None:
     for f in ("tau_psi", "measure_spectrum_adaptive"):
         for ext in ("png", "pdf", "svg"):
             assert (tmp_path / "c" / "figures" / f"{f}.{ext}").is_file()
+            assert f'<a href="figures/{f}.{ext}">{ext.upper()}</a>' in html
+    assert "data:image/png;base64," in html and "data:image/svg" not in html
 
 
 def test_tex_like_labels_do_not_break_figures(tmp_path: Path) -> None:
@@ -297,7 +299,7 @@ def test_trajectory_page_escapes_and_answers_first(tmp_path: Path) -> None:
     assert ph is not None and ph.start == 100 and 690 <= ph.end <= 710
     assert html.count("<tr>") >= 100  # every row (paged), not "first 200"
     for f in ("metrics", "trajectory"):
-        assert (tmp_path / "out" / "figures" / f"{f}.pdf").is_file()
+        assert (tmp_path / "out" / "figures" / f"{f}.svg").is_file()
 
 
 # --- screenshots -------------------------------------------------------------------------------
@@ -532,8 +534,8 @@ def test_analysis_page_links_sticky_and_glossary(analysis_page: tuple[Path, obje
     links = _links_resolve(path)
     for name in ("matrices.csv", "layers.csv", "summary.json"):
         assert name in links or not (path.parent / name).exists(), name
-    assert any(h.startswith("figures/") and h.endswith(".pdf") for h in links)
-    assert any(h.startswith("figures/") and h.endswith(".png") for h in links)
+    assert any(h.startswith("figures/") and h.endswith(".svg") for h in links)
+    assert not any(h.endswith((".png", ".pdf")) for h in links)  # only the files written
     assert html.count('class="sortable sticky1') == html.count("<table")
     assert "table.sticky1 tbody td:first-child{position:sticky;left:0" in html
     for term in ("HTSR D", "HTSR x_min", "HTSR tail size", "SE", "not shown to differ"):

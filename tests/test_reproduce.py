@@ -57,10 +57,10 @@ def test_partial_local_dir(tmp_path: Path) -> None:
     assert {("hidden_size", 2), ("num_layers", 128)} <= {
         (r.axis, int(r.fixed_value)) for r in g[g.fit == "per_fixed"].itertuples()
     }
-    figs = {p.name for p in (out / "figures").glob("*.png")}
-    assert {"growth_vs_hidden_size.png", "growth_vs_num_layers.png", "norm_scaling_L2.png"} <= figs
+    figs = {p.name for p in (out / "figures").glob("*.svg")}
+    assert {"growth_vs_hidden_size.svg", "growth_vs_num_layers.svg", "norm_scaling_L2.svg"} <= figs
     # L=12, N=768 is absent: the decay/contribution figures use the largest model present
-    assert {"L4_N128_spectral_decay.png", "L4_N128_contribution_vs_p.png"} <= figs
+    assert {"L4_N128_spectral_decay.svg", "L4_N128_contribution_vs_p.svg"} <= figs
     html = (out / "report.html").read_text()
     assert "3 of 24" in html and "bert_uncased_L-12_H-768_A-12" in html
 

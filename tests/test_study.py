@@ -159,14 +159,13 @@ def test_growth_csv_against_hand_fit(study_out: Path) -> None:
 
 
 def test_study_outputs(study_out: Path) -> None:
-    pngs = sorted((study_out / "figures").glob("*.png"))
-    assert len(pngs) >= 2
-    for p in pngs:
-        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert p.with_suffix(".svg").read_text().lstrip().startswith(("<?xml", "<svg"))
-    assert {"growth_vs_hidden_size.png", "growth_vs_num_layers.png"} <= {p.name for p in pngs}
+    svgs = sorted((study_out / "figures").glob("*.svg"))
+    assert len(svgs) >= 2 and len(list((study_out / "figures").iterdir())) == len(svgs)
+    for p in svgs:
+        assert p.read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert {"growth_vs_hidden_size.svg", "growth_vs_num_layers.svg"} <= {p.name for p in svgs}
     html = (study_out / "report.html").read_text()
-    assert html.count('src="data:image/png;base64,') == len(pngs)
+    assert html.count('src="data:image/svg+xml;base64,') == len(svgs)
     # no temp leftovers (beside it or inside); the manifest lists what specbound wrote
     assert [p.name for p in study_out.glob(".*")] == [".specbound-manifest.json"]
     assert not list(study_out.parent.glob(".specbound-*"))

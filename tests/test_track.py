@@ -195,10 +195,10 @@ def test_trajectory_cli(plain_run, tmp_path):
     res = CliRunner().invoke(app, ["trajectory", str(d / "track"), "--out", str(out)])
     assert res.exit_code == 0, res.output
     html = (out / "report.html").read_text()
-    assert "data:image/png;base64," in html
+    assert "data:image/svg+xml;base64," in html
     assert "http://" not in html and "https://" not in html and 'src="/' not in html
     assert "gap = train_acc - test_acc" in html
-    assert (out / "figures" / "trajectory.png").stat().st_size > 1000
+    assert (out / "figures" / "trajectory.svg").stat().st_size > 1000
     import pandas as pd
 
     pd.testing.assert_frame_equal(

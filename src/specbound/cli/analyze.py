@@ -13,6 +13,7 @@ from .options import (
     DEFAULT_ENGINE,
     Device,
     Engine,
+    FigureFormats,
     GridM,
     Json,
     LPhi,
@@ -23,6 +24,7 @@ from .options import (
     Prefix,
     Quiet,
     RayAddress,
+    check_figure_formats,
 )
 
 #: The columns of the terminal tables, explained in ``analyze --help`` (SPEC names).
@@ -63,6 +65,7 @@ def analyze(
             "or none.",
         ),
     ] = "worst",
+    figure_formats: FigureFormats = "svg",
     as_json: Json = False,
     quiet: Quiet = False,
     measures: Annotated[
@@ -93,6 +96,7 @@ def analyze(
         fail(f"--esd {esd}: expected all, worst or none")
     if report and out is None:
         fail("--report needs --out DIR to write report.html into")
+    formats = check_figure_formats(figure_formats)
     if out is not None:
         from ..io import check_output_dir
 
@@ -128,7 +132,7 @@ def analyze(
             from ..report.pages.analysis import write_analysis_report
 
             def extra(tmp: Path) -> None:  # the report joins the same atomic write
-                write_analysis_report(result, tmp, esd=esd)
+                write_analysis_report(result, tmp, esd=esd, figure_formats=formats)
 
         result.to_dir(out, extra=extra)
     if as_json:

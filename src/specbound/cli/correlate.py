@@ -11,7 +11,18 @@ import typer
 
 from .app import Command, app, fail, handle_errors
 from .common import clear_sweep_state, make_engine, print_json, sweep_state
-from .options import DEFAULT_ENGINE, Device, Engine, Json, NoCache, Quiet, RayAddress, out_option
+from .options import (
+    DEFAULT_ENGINE,
+    Device,
+    Engine,
+    FigureFormats,
+    Json,
+    NoCache,
+    Quiet,
+    RayAddress,
+    check_figure_formats,
+    out_option,
+)
 
 
 @app.command(cls=Command)
@@ -89,6 +100,7 @@ def correlate(
     no_cache: NoCache = False,
     quiet: Quiet = False,
     as_json: Json = False,
+    figure_formats: FigureFormats = "svg",
     engine: Engine = DEFAULT_ENGINE,
     ray_address: RayAddress = None,
 ) -> None:
@@ -99,6 +111,7 @@ def correlate(
     from ..studies.correlate import correlate as run_correlate
     from ..studies.correlate import pool as P
 
+    formats = check_figure_formats(figure_formats)
     zoos = list(zoo or [])
     if (not zoos and manifest is None) or (zoos and manifest is not None):
         fail("correlate needs a zoo: ZOO directories (or correlate folders) or --manifest FILE.csv")
@@ -164,7 +177,7 @@ def correlate(
     else:
         result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
         lost = list(result.data_failed)
-    write_correlation(result, out)
+    write_correlation(result, out, figure_formats=formats)
     clear_sweep_state(eng, out, result.skipped.empty)
     if as_json:
         print_json(

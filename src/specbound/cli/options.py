@@ -102,3 +102,20 @@ OptionalOut = Annotated[
     Path | None,
     typer.Option("--out", help="Write summary.json, CSVs, spectra into this folder."),
 ]
+#: ``--figure-formats`` of every command that writes figures (checked before the work starts).
+FigureFormats = Annotated[
+    str,
+    typer.Option(
+        "--figure-formats",
+        help="The files written for each figure: a comma list of svg, png, pdf (the first svg "
+        "or png is embedded in report.html).",
+    ),
+]
+
+
+def check_figure_formats(value: str) -> tuple[str, ...]:
+    """``--figure-formats`` as a tuple of formats; a bad value is a one-line error naming the
+    flag and the allowed values (before any work)."""
+    from ..report.figures.style import figure_formats
+
+    return figure_formats(value)

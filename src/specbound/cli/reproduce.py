@@ -10,7 +10,17 @@ import typer
 
 from .app import Command, app, fail, handle_errors
 from .common import clear_sweep_state, make_engine
-from .options import DEFAULT_ENGINE, Device, Engine, Json, NoCache, Quiet, RayAddress
+from .options import (
+    DEFAULT_ENGINE,
+    Device,
+    Engine,
+    FigureFormats,
+    Json,
+    NoCache,
+    Quiet,
+    RayAddress,
+    check_figure_formats,
+)
 from .scale import finish_study, run_study
 
 
@@ -32,11 +42,13 @@ def reproduce(
     as_json: Json = False,
     engine: Engine = DEFAULT_ENGINE,
     ray_address: RayAddress = None,
+    figure_formats: FigureFormats = "svg",
 ) -> None:
     """The paper's scaling study on the 24 BERT Miniatures (google/bert_uncased_L-*_H-*)."""
     from ..report.figures.style import require_matplotlib
     from ..studies.scale import locate_miniatures
 
+    formats = check_figure_formats(figure_formats)
     if study_name != "bert-miniatures":
         fail(f"unknown study '{study_name}'; available: bert-miniatures")
     if local_dir is not None and not local_dir.is_dir():
@@ -80,6 +92,9 @@ def reproduce(
             f"note: L=12, N=768 is missing; decay figures use "
             f"L={big.spec.num_layers}, N={big.spec.hidden_size}\n"
         )
-    study.to_dir(out, extra=lambda tmp: write_study(study, tmp, norm_scaling_layers=2))
+    study.to_dir(
+        out,
+        extra=lambda tmp: write_study(study, tmp, norm_scaling_layers=2, figure_formats=formats),
+    )
     clear_sweep_state(eng, out, not study.skipped)
     finish_study(study, out, quiet, as_json)

@@ -22,6 +22,7 @@ from .options import (
     DEFAULT_ENGINE,
     Device,
     Engine,
+    FigureFormats,
     GridM,
     Json,
     LPhi,
@@ -30,6 +31,7 @@ from .options import (
     Prefix,
     Quiet,
     RayAddress,
+    check_figure_formats,
     out_option,
 )
 
@@ -149,6 +151,7 @@ def scale(
     prefix: Prefix = None,
     engine: Engine = DEFAULT_ENGINE,
     ray_address: RayAddress = None,
+    figure_formats: FigureFormats = "svg",
     revisions: Annotated[
         str | None,
         typer.Option(
@@ -160,6 +163,7 @@ def scale(
     ] = None,
 ) -> None:
     """Scaling study: analyze every model, fit the growth of both proxies with N and L."""
+    formats = check_figure_formats(figure_formats)
     names = list(models or [])
     if revisions is not None:
         names = expand_revisions(names, revisions)
@@ -187,6 +191,6 @@ def scale(
     )
     from ..report.pages.scale import write_study
 
-    study.to_dir(out, extra=lambda tmp: write_study(study, tmp))
+    study.to_dir(out, extra=lambda tmp: write_study(study, tmp, figure_formats=formats))
     clear_sweep_state(eng, out, not study.skipped)
     finish_study(study, out, quiet, as_json)

@@ -9,7 +9,7 @@ import typer
 
 from .app import Command, app, handle_errors
 from .common import print_json
-from .options import Json, out_option
+from .options import FigureFormats, Json, check_figure_formats, out_option
 
 
 @app.command("trajectory", cls=Command)
@@ -24,11 +24,13 @@ def trajectory_command(
         str, typer.Option("--gap", help="auto, acc (train-test) or loss (test-train).")
     ] = "auto",
     as_json: Json = False,
+    figure_formats: FigureFormats = "svg",
 ) -> None:
     """Measures recorded during training against step, with the generalization gap."""
     from ..report.pages.trajectory import write_trajectory_report
 
-    write_trajectory_report(track, out, gap_kind=gap)
+    formats = check_figure_formats(figure_formats)
+    write_trajectory_report(track, out, gap_kind=gap, figure_formats=formats)
     if as_json:
         from ..report.pages.trajectory import milestones
         from ..track import read_track

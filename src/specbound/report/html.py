@@ -2,13 +2,14 @@
 
 Every user-derived string (model path, axis name and value, task, measure label, metric name)
 reaches a page only through :func:`escape` (``html.escape`` with ``quote=True``). A page is
-self-contained: figures embedded as base64 PNG, inline CSS and a few lines of inline JS (click a
-column header to sort a table); no URL of any kind except relative links to the files written
-next to the page (:func:`file_link`: the CSVs and figures of the same output folder, checked to
-exist). Every table scrolls inside its box with a sticky header row and a sticky first column
-(the row's key), so it is readable at 900 px. Numbers are right-aligned with thousands
-separators, one format per quantity (:func:`fmt`), and a missing value is always written
-:data:`UNDEFINED`. No absolute filesystem path and no "inf" reaches a page.
+self-contained: figures embedded as base64 (SVG, or PNG when asked), inline CSS and a few lines
+of inline JS (click a column header to sort a table); no URL of any kind except relative links
+to the files written next to the page (:func:`file_link`: the CSVs and figures of the same
+output folder, checked to exist). Every table scrolls inside its box with a sticky header row
+and a sticky first column (the row's key), so it is readable at 900 px. Numbers are
+right-aligned with thousands separators, one format per quantity (:func:`fmt`), and a missing
+value is always written :data:`UNDEFINED`. No absolute filesystem path and no "inf" reaches a
+page.
 """
 
 from __future__ import annotations
@@ -292,19 +293,29 @@ def table(
     )
 
 
+#: The figure formats a page can embed in an ``<img>``, with their media types.
+IMAGE_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
+
+
 def figure_html(fig: Figure) -> str:
-    """A figure as an embedded base64 PNG with its caption and relative links to its files
-    (PNG and the vector versions, in ``figures/`` next to the page)."""
-    png = Path(fig.png)
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
-    root = png.parent.parent  # the page's folder: figures live in <out>/figures/
-    files = [png, *(Path(p) for p in fig.vectors())]
+    """A figure with its caption and relative links to its files (in ``figures/`` next to the
+    page, in the order written); the first file a browser shows (SVG or PNG) is embedded as
+    base64, so the page stays one self-contained file. A figure written only as PDF has no
+    image on the page, only the link."""
+    files = [Path(p) for p in fig.files]
+    root = files[0].parent.parent if files else None  # figures live in <out>/figures/
     links = ", ".join(
-        file_link(root, f"{png.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
+        file_link(root, f"{p.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
     )
+    shown = next((p for p in files if p.suffix in IMAGE_TYPES), None)
+    img = ""
+    if shown is not None:
+        data = base64.b64encode(shown.read_bytes()).decode("ascii")
+        img = (
+            f'<img alt="{escape(fig.title)}" src="data:{IMAGE_TYPES[shown.suffix]};base64,{data}">'
+        )
     return (
-        f'<figure id="fig-{escape(fig.name)}"><img alt="{escape(fig.title)}" '
-        f'src="data:image/png;base64,{data}"><figcaption><b>{escape(fig.title)}.</b> '
+        f'<figure id="fig-{escape(fig.name)}">{img}<figcaption><b>{escape(fig.title)}.</b> '
         f"{escape(scrub_paths(fig.caption))} (Files: {links}.)</figcaption></figure>"
     )
 
@@ -326,7 +337,7 @@ def glossary_html(terms: Sequence[str] | None = None) -> str:
 
 def file_link(out_dir: str | Path | None, name: str, text: str | None = None) -> str:
     """A relative link to ``name`` (a file written next to the page, e.g. ``matrices.csv`` or
-    ``figures/esd.png``) when it exists in ``out_dir``; else the name in plain text."""
+    ``figures/esd.svg``) when it exists in ``out_dir``; else the name in plain text."""
     label = escape(text if text is not None else name)
     if out_dir is None or not (Path(out_dir) / name).is_file():
         return label

@@ -1,8 +1,10 @@
 """The one figure style of every report (matplotlib, Agg backend, imported lazily).
 
-Every figure is written as PNG at 200 dpi (embedded in report.html), PDF (fonts embedded as
-TrueType) and SVG with editable text, each through a temporary file and a rename, so a figure
-file is either complete or absent. Wide figures are 9 inches, small multiples 4.6 inches, all
+Every figure is written once, as SVG with editable text, unless the caller names other formats
+(``figure_formats``: any of SVG, PNG at 200 dpi, PDF with fonts embedded as TrueType; the first
+one a browser shows is embedded in report.html). Each file goes through a temporary file and a
+rename, so a figure file is either complete or absent, and the same figure gives the same bytes
+(no dates; SVG ids from a fixed salt). Wide figures are 9 inches, small multiples 4.6 inches, all
 with 12-14 pt text: readable when a 900-px page scales them down and in a two-column PDF.
 Axis labels carry units and say "(log scale)" on log axes (:func:`axis_label`). Labels are plain
 text: mathtext is off (``text.parse_math = False``), so a user string such as ``$\\foo$`` is
@@ -18,8 +20,9 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,9 +33,15 @@ from ...errors import SpecboundError
 DPI = 200
 WIDTH = 9.0  # inches: a full-width figure
 SMALL = 4.6  # inches: one of a grid of small multiples
-FORMATS = ("png", "pdf", "svg")
+#: Every format a figure can be written in, and the one written unless the caller names others
+#: (the committed results: SVG is smaller than the PNG for every kind of figure the reports draw).
+FORMATS = ("svg", "png", "pdf")
+DEFAULT_FORMATS = ("svg",)
+#: The formats ``save`` writes now (set by :func:`writing_formats` around a report's figures).
+_CURRENT: ContextVar[tuple[str, ...]] = ContextVar("figure_formats", default=DEFAULT_FORMATS)
 STYLE = {
     "svg.fonttype": "none",
+    "svg.hashsalt": "specbound",
     "pdf.fonttype": 42,
     "text.parse_math": False,
     "text.usetex": False,
@@ -56,18 +65,41 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 @dataclass
 class Figure:
-    """One saved figure: a stem, a title for the report and its files (PNG, SVG, PDF)."""
+    """One saved figure: a stem, a title for the report and its files, one per format written,
+    in the order the formats were named (the page embeds the first one a browser shows)."""
 
     name: str
     title: str
-    png: Path
-    vector: Path
+    files: list[Path] = field(default_factory=list)
     caption: str = ""
-    pdf: Path | None = None
 
-    def vectors(self) -> list[Path]:
-        """The vector versions (PDF and SVG)."""
-        return [p for p in (self.pdf, self.vector) if p is not None]
+
+def figure_formats(value: str | Sequence[str] | None = None) -> tuple[str, ...]:
+    """The figure formats named by ``value``: a comma list (``"png,svg,pdf"``) or a sequence,
+    case-insensitive, duplicates dropped, order kept; ``None`` gives :data:`DEFAULT_FORMATS`.
+    Raises SpecboundError naming ``figure_formats`` and the allowed values otherwise."""
+    if value is None:
+        return DEFAULT_FORMATS
+    items = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    names = [v.strip().lower() for v in items]
+    bad = [n for n in names if n not in FORMATS]
+    if bad or not names:
+        got = value if isinstance(value, str) else ",".join(items)
+        raise SpecboundError(
+            f"figure_formats must be a comma list of {', '.join(FORMATS)} (got {got!r})"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+@contextlib.contextmanager
+def writing_formats(value: str | Sequence[str] | None = None) -> Iterator[tuple[str, ...]]:
+    """Within the block, :func:`save` writes the formats ``value`` names (:func:`figure_formats`,
+    checked on entry); the formats before it come back on exit."""
+    token = _CURRENT.set(figure_formats(value))
+    try:
+        yield _CURRENT.get()
+    finally:
+        _CURRENT.reset(token)
 
 
 def require_matplotlib() -> Any:
@@ -150,20 +182,21 @@ def clipped_note(n: int, table: str = "the tables") -> str:
 
 
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
-    """Write ``name``.png, ``name``.pdf and ``name``.svg into ``out_dir`` (``name`` made a safe
-    file stem, :func:`file_stem`); close the figure."""
+    """Write ``name``.svg (or each format :func:`writing_formats` names, e.g. ``name``.png and
+    ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`); close
+    the figure."""
     plt = require_matplotlib()
     name = file_stem(name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {f: out_dir / f"{name}.{f}" for f in FORMATS}
+    paths = [out_dir / f"{name}.{f}" for f in _CURRENT.get()]
     try:
         with plt.rc_context(STYLE):
-            for f, p in paths.items():
-                _atomic_savefig(fig, p, f)
+            for p in paths:
+                _atomic_savefig(fig, p, p.suffix[1:])
     finally:
         plt.close(fig)
-    return Figure(name, title, paths["png"], paths["svg"], caption, paths["pdf"])
+    return Figure(name, title, paths, caption)
 
 
 def axis_label(quantity: str, unit: str | None = None, log: bool = False) -> str:

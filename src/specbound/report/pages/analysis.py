@@ -262,22 +262,32 @@ def analysis_sections(
     return out
 
 
-def write_analysis_report(analysis: Analysis, out_dir: str | Path, esd: str = "worst") -> Path:
+def write_analysis_report(
+    analysis: Analysis,
+    out_dir: str | Path,
+    esd: str = "worst",
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Path:
     """Write figures/ and report.html for one model into ``out_dir`` (call it inside
     ``io.output_dir``, e.g. as ``Analysis.to_dir(out, extra=...)``, so that the report and the
     CSVs are one atomic write). ``esd``: ``all`` | ``worst`` | ``none``: the raw weights whose
-    ESD with its power-law fit is drawn (``none`` also drops the HTSR-alpha-per-layer plot)."""
+    ESD with its power-law fit is drawn (``none`` also drops the HTSR-alpha-per-layer plot).
+    ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
     from ..figures import analysis as F
     from ..figures.htsr import ESD_CHOICES
-    from ..figures.style import require_matplotlib
+    from ..figures.style import figure_formats as check_formats
+    from ..figures.style import require_matplotlib, writing_formats
 
     if esd not in ESD_CHOICES:
         from ...errors import SpecboundError
 
         raise SpecboundError(f"esd must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
+    formats = check_formats(figure_formats)
     require_matplotlib()
     out_dir = Path(out_dir)
-    figs = F.analysis_figures(analysis, out_dir / "figures", esd=esd)
+    with writing_formats(formats):
+        figs = F.analysis_figures(analysis, out_dir / "figures", esd=esd)
     notes = []
     if esd != "none" and not any(f.name.startswith("esd") for f in figs):
         notes.append("No ESD figure: no raw weight matrix has the 20 eigenvalues a fit needs.")

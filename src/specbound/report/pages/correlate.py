@@ -385,15 +385,19 @@ def write_correlation(
     out: str | Path,
     figures: bool = True,
     siblings: Sequence[tuple[str, str]] = (),
+    *,
+    figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
     """Write the tables (``studies.correlate.run.write_tables``), figures/ and report.html into
-    ``out`` through the shared atomic output directory (all or nothing)."""
+    ``out`` through the shared atomic output directory (all or nothing); ``figure_formats``:
+    the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
     from ...io import output_dir
     from ...studies.correlate.run import write_tables
+    from ..figures.style import writing_formats
 
     if not siblings:
         siblings = sibling_pages(Path(out))
-    with output_dir(out) as tmp:
+    with writing_formats(figure_formats), output_dir(out) as tmp:
         tmp = Path(tmp)
         write_tables(result, tmp)
         figs = correlation_figures(result, tmp / "figures") if figures else []

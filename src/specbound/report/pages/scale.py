@@ -219,7 +219,11 @@ def detail_model(study: Study) -> Analysis | None:
 
 
 def write_study(
-    study: Study, out_dir: str | Path, *, norm_scaling_layers: int | None = None
+    study: Study,
+    out_dir: str | Path,
+    *,
+    norm_scaling_layers: int | None = None,
+    figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
     """Write figures/ and report.html for a study into ``out_dir`` (call it inside
     ``io.output_dir``, e.g. ``study.to_dir(out, extra=lambda tmp: write_study(study, tmp))``).
@@ -227,13 +231,20 @@ def write_study(
     Figures: growth against N and L with the fitted lines, both proxies per model, and the
     spectral decay and contribution-against-p figures of the largest model (files
     ``L{L}_N{N}_*``); with ``norm_scaling_layers``, also the norms against N at that depth.
+    ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``).
     """
+    from ..figures.style import require_matplotlib, writing_formats
+
+    with writing_formats(figure_formats):
+        require_matplotlib()
+        return _write_study(study, Path(out_dir), norm_scaling_layers)
+
+
+def _write_study(study: Study, out_dir: Path, norm_scaling_layers: int | None) -> Path:
+    """The figures of :func:`write_study` (in the formats set around it), then the page."""
     from ..figures import analysis as FA
     from ..figures import scale as FS
-    from ..figures.style import require_matplotlib
 
-    require_matplotlib()
-    out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     figs = FS.study_figures(study, fig_dir)
     big = detail_model(study)

@@ -16,6 +16,7 @@ milestones and every row (paged). The file is read by ``track.read_track``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -378,14 +379,23 @@ def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
     return out
 
 
-def write_trajectory_report(track: str | Path, out: str | Path, gap_kind: str = "auto") -> Path:
-    """Write ``out``/report.html, figures/ (metrics, trajectory; PNG, PDF, SVG) and a copy of
-    the validated track.csv, through ``io.output_dir`` (all or nothing)."""
+def write_trajectory_report(
+    track: str | Path,
+    out: str | Path,
+    gap_kind: str = "auto",
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Path:
+    """Write ``out``/report.html, figures/ (metrics, trajectory; SVG, or the formats
+    ``figure_formats`` names, e.g. ``"png,pdf"``) and a copy of the validated track.csv, through
+    ``io.output_dir`` (all or nothing)."""
     from ...io import output_dir
     from ...track import TRACK_CSV
     from ..figures import trajectory as F
-    from ..figures.style import require_matplotlib
+    from ..figures.style import figure_formats as check_formats
+    from ..figures.style import require_matplotlib, writing_formats
 
+    formats = check_formats(figure_formats)
     require_matplotlib()
     df = load_track(track)
     g = _gap(df, gap_kind)
@@ -395,7 +405,7 @@ def write_trajectory_report(track: str | Path, out: str | Path, gap_kind: str = 
     phase = grokking_phase(df)
     ph = None if phase is None else (phase.start, phase.end)
     test = _test_series(df)
-    with output_dir(out) as tmp:
+    with writing_formats(formats), output_dir(out) as tmp:
         tmp = Path(tmp)
         figs = [
             F.metrics_figure(df, tmp / "figures", g, ph),
