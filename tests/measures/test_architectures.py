@@ -4,7 +4,7 @@ For each family a small random model (N = 64, so every matrix has >= 20 eigenval
 is defined) is saved with ``save_pretrained``; the reference reads W_Q, W_K, W_V, W_O, W_in,
 W_out from the live modules in the family's own way (fused splits, per-head interleaving, shared
 layers, Conv1D orientation) and computes every measure with numpy's SVD
-(``test_measures.ref_matrix``), sharing no code with specbound.
+(``test_against_references.ref_matrix``), sharing no code with specbound.
 """
 
 from __future__ import annotations

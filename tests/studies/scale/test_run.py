@@ -205,7 +205,7 @@ def test_growth_table_skips_single_points() -> None:
 def test_scale_errors_leave_no_output(grid: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "o"
     # every model broken: one error line, nothing written (one broken among good ones is
-    # skipped with a warning instead: tests/test_trust_outputs.py)
+    # skipped with a warning instead: tests/cli/test_safe_outputs.py)
     r = CliRunner().invoke(
         app, ["scale", str(tmp_path / "nope"), str(tmp_path / "nope2"), "--out", str(out), "-q"]
     )
