@@ -1,6 +1,6 @@
 """Shared fixtures: the real MiniLM, its scaled copies, an isolated spectra cache, the random-BERT
-writer as a fixture (``tiny_bert``; the function itself lives in checkpoints.py and is
-re-exported here for ``from conftest import write_tiny_bert``) and the hypothesis profile."""
+writer as a fixture (``tiny_bert``; the function itself is
+``tests.support.checkpoints.write_tiny_bert``) and the hypothesis profile."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from checkpoints import SCALE_KEYS, write_tiny_bert
 from hypothesis import HealthCheck, settings
 
 from specbound.config import hypothesis_profile
-
-__all__ = ["SCALE_KEYS", "write_tiny_bert"]  # for ``from conftest import write_tiny_bert``
+from tests.support.checkpoints import write_tiny_bert
 
 # CI profile: no per-example deadline (2 shared cores make timings meaningless), random (not
 # derandomized) examples, so `--hypothesis-seed=S` explores new cases and every test must hold

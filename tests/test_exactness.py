@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import write_tiny_bert
-from reference import reference
-from spectral_checks import assert_sv_match, spec_rank_threshold
 
 import specbound
+from tests.support.checkpoints import write_tiny_bert
+from tests.support.reference import reference
+from tests.support.spectral_checks import assert_sv_match, spec_rank_threshold
 
 #: SPEC.md section 4: L_phi = 1.13 for GELU (all-MiniLM-L6-v2 and the tiny BERTs), 1 for ReLU.
 L_PHI_GELU = 1.13

@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from cli_runner import run_cli, run_cli_process
 
 from specbound.errors import SpecboundError
 from specbound.layerwise import (
@@ -18,6 +17,7 @@ from specbound.layerwise import (
     layerwise,
     tempbalance_factors,
 )
+from tests.support.cli_runner import run_cli, run_cli_process
 
 
 def test_alphapruning_by_hand():

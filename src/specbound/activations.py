@@ -9,7 +9,7 @@ L_phi = sup |phi'(x)|:
 - ReLU, ReLU6, leaky ReLU, tanh, identity: 1; sigmoid: 1/4. ReLU^2 is not Lipschitz: refused
   (use --l-phi).
 
-Constants are rounded up so that they stay upper bounds; ``tests/test_adapters_activations.py``
+Constants are rounded up so that they stay upper bounds; ``tests/test_activations.py``
 checks each against the maximum of |phi'| of transformers' own implementation.
 """
 

@@ -23,7 +23,7 @@ pickle) live in :mod:`specbound.engines.records`; where a model is split by bloc
 
 A new engine is one module holding a class with ``name``, ``options``, ``distributed``, ``map``
 and ``spectra_fn`` (the :class:`Engine` protocol below) plus one line in ``engines.ENGINES``;
-nothing else in specbound changes (tests/test_engines.py runs the studies on a thread pool).
+nothing else in specbound changes (tests/engines/test_base.py runs the studies on a thread pool).
 """
 
 from __future__ import annotations

@@ -1,0 +1,140 @@
+"""Pooled zoos and correlate folders re-evaluated from their models.csv (studies.correlate.pool).
+
+Checked against the committed sparse-parity fixed-n result (47 real trained models): re-reading
+its folder gives its point estimates back, and pooling its models split in two by seed gives the
+same statistics as the whole (configurations pool by axis values, so the split must not matter).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound.studies.correlate import pool as P
+from tests.support.cli_runner import run_cli
+
+RESULT = (
+    Path(__file__).resolve().parents[3]
+    / "benchmarks"
+    / "generalization"
+    / "results"
+    / "sparse-parity-fixed-n"
+)
+POINTS = ["kendall_tau", "psi", "cmi", "sign_error"]
+
+
+def _split(tmp_path: Path) -> tuple[Path, Path]:
+    """The committed folder's models as two correlate folders: seed 0, and seeds 1 and 2."""
+    models = pd.read_csv(RESULT / "models.csv").drop(columns="zoo", errors="ignore")
+    meta = json.loads((RESULT / "correlate.json").read_text())
+    meta.pop("zoos", None)
+    out = []
+    for name, keep in (("a", models["seed"] == 0), ("b", models["seed"] != 0)):
+        d = tmp_path / name
+        d.mkdir()
+        models[keep].to_csv(d / "models.csv", index=False)
+        (d / "correlate.json").write_text(json.dumps({**meta, "manifest": f"zoo-{name}/zoo.csv"}))
+        out.append(d)
+    return out[0], out[1]
+
+
+def test_a_folder_reread_gives_its_point_estimates_back():
+    got = P.pool([P.read_part(RESULT)], bootstrap=0).correlation.set_index("measure")
+    want = pd.read_csv(RESULT / "correlation.csv").set_index("measure")
+    assert list(got.index) == list(want.index)
+    for col in POINTS:
+        np.testing.assert_allclose(got[col], want[col], rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_pooling_a_split_zoo_equals_the_whole(tmp_path):
+    a, b = _split(tmp_path)
+    whole = P.pool([P.read_part(RESULT)], bootstrap=0)
+    pooled = P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
+    assert sorted(pooled.models["zoo"].unique()) == ["zoo-a", "zoo-b"]
+    assert len(pooled.models) == len(whole.models)
+    assert pooled.zoos == ["zoo-a", "zoo-b"]
+    g = pooled.correlation.set_index("measure")
+    w = whole.correlation.set_index("measure")
+    for col in POINTS:
+        np.testing.assert_allclose(g[col], w[col], rtol=0, atol=1e-12, equal_nan=True)
+    assert pooled.n_configurations == whole.n_configurations
+
+
+def test_zoos_of_different_axes_are_refused(tmp_path):
+    a, b = _split(tmp_path)
+    meta = json.loads((b / "correlate.json").read_text())
+    (b / "correlate.json").write_text(json.dumps({**meta, "axes": meta["axes"][:-1]}))
+    with pytest.raises(Exception, match="their axes differ"):
+        P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
+
+
+def test_a_folder_that_is_not_a_correlate_output_is_refused(tmp_path):
+    with pytest.raises(Exception, match="not a folder written by 'specbound correlate'"):
+        P.read_part(tmp_path)
+
+
+def test_cli_pools_folders_and_refuses_contradictions(tmp_path):
+    a, b = _split(tmp_path)
+    out = tmp_path / "pooled"
+    r = run_cli("correlate", a, b, "--out", out, "--bootstrap", "200", "--quiet")
+    assert r.code == 0, r.err
+    models = pd.read_csv(out / "models.csv")
+    assert set(models["zoo"]) == {"zoo-a", "zoo-b"}
+    meta = json.loads((out / "correlate.json").read_text())
+    assert meta["zoos"] == ["zoo-a", "zoo-b"] and meta["protocol"] == 3
+    d = pd.read_csv(out / "differences.csv")
+    assert set(d.loc[d["family"] == "primary", "contrast"]) == {"P1", "P2", "P3"}
+
+    zoo = tmp_path / "zoo"
+    shutil.copytree(a, zoo)
+    (zoo / "correlate.json").unlink()
+    (zoo / "zoo.csv").write_text("model\nm0\n")
+    for args, words in (
+        ((a, zoo), "not both"),
+        ((a, "--data-measures"), "read from its models.csv"),
+        ((a, "--bootstrap", "150"), "bootstrap"),
+        ((a, "--grid", zoo, "--grid", zoo), "--grid"),
+    ):
+        r = run_cli("correlate", *args, "--out", tmp_path / "x")
+        assert r.code != 0
+        assert words in r.one_error_line()
+        assert not (tmp_path / "x").exists()
+
+
+def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
+    from specbound.report.pages.correlate import write_correlation
+
+    a, b = _split(tmp_path)
+    result = P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
+    write_correlation(result, tmp_path / "pooled", figures=False)
+    html = (tmp_path / "pooled" / "report.html").read_text()
+    assert (
+        "Correlation study: sparse-parity, 2 zoos pooled, protocol v3, with data measures" in html
+    )
+    for f in ("models.csv", "differences.csv", "correlate.json"):
+        assert f'href="{f}"' in html
+    assert 'href="../a/report.html"' in html and 'href="../b/report.html"' in html
+    assert "The training-set size n is the same for every model" in html  # fixed-n zoo
+    for term in ("τ_n", "p_holm", "q_bh", "not comparable", "_per_sqrt_n"):
+        assert term in html
+
+
+def test_huge_finite_values_are_drawn_clipped_and_the_page_says_so(tmp_path):
+    """Issue 35 item 14: a finite 1.7e308 in a measure must not crash the figures."""
+    from specbound.report.pages.correlate import write_correlation
+
+    a, _b = _split(tmp_path)
+    models = pd.read_csv(a / "models.csv")
+    models.loc[models.index[0], "frobenius_sum"] = 1.7e308
+    models.to_csv(a / "models.csv", index=False)
+    result = P.pool([P.read_part(a)], bootstrap=0)
+    write_correlation(result, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "1 values beyond ±1e300 are drawn at ±1e300" in html
+    assert (tmp_path / "out" / "figures" / "measure_frobenius_sum.svg").is_file()
+    assert pd.read_csv(tmp_path / "out" / "models.csv")["frobenius_sum"].max() == 1.7e308

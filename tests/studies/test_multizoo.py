@@ -1,0 +1,140 @@
+"""``specbound study``: Holm over every primary row of a study, and the replicated rule.
+
+The folders are written by hand (correlate.json, differences.csv, models.csv), so every figure
+below is computed here from its definition, sharing no code with the package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound.studies.multizoo import study
+from tests.support.cli_runner import run_cli
+
+CONTRASTS = [
+    ("P1", "spectrum_adaptive", "norm_based"),
+    ("P2", "spectrum_adaptive", "num_parameters"),
+    ("P3", "norm_based", "num_parameters"),
+]
+
+
+def folder(root: Path, name: str, ps: list[float], deltas: list[float], seeds: list[int]) -> Path:
+    d = root / name
+    d.mkdir()
+    rows = []
+    for (c, m, v), p, delta in zip(CONTRASTS, ps, deltas, strict=True):
+        lo, hi = (delta - 0.1, delta + 0.1) if abs(delta) > 0.1 else (delta - 0.2, delta + 0.2)
+        rows.append(
+            dict(
+                measure=m,
+                versus=v,
+                statistic="tau_fixed_n",
+                delta=delta,
+                low=lo,
+                high=hi,
+                family="primary",
+                contrast=c,
+                B=10000,
+                p=p,
+                p_holm=p,
+                q_bh=np.nan,
+                verdict="better" if lo > 0 else "worse" if hi < 0 else "undetermined",
+                evidence="B = 10000; 48 configurations",
+            )
+        )
+    rows.append(
+        dict(
+            measure="sharpness",
+            versus="num_parameters",
+            statistic="psi",
+            delta=0.1,
+            low=0.0,
+            high=0.2,
+            family="exploratory",
+            contrast="",
+            B=1000,
+            p=0.04,
+            p_holm=np.nan,
+            q_bh=0.2,
+            verdict="undetermined",
+            evidence="",
+        )
+    )
+    pd.DataFrame(rows).to_csv(d / "differences.csv", index=False)
+    pd.DataFrame({"model": [f"m{s}" for s in seeds], "seed": seeds}).to_csv(
+        d / "models.csv", index=False
+    )
+    meta = {
+        "protocol": 3,
+        "task": "digits",
+        "axes": ["depth"],
+        "n_configurations": 48,
+        "manifest": f"zoos/{name}/zoo.csv",
+    }
+    (d / "correlate.json").write_text(json.dumps(meta))
+    return d
+
+
+def holm(p):
+    p = np.asarray(p, float)
+    order = np.argsort(p)
+    m = len(p)
+    adj = np.empty(m)
+    run = 0.0
+    for k, i in enumerate(order):
+        run = max(run, (m - k) * p[i])
+        adj[i] = min(1.0, run)
+    return adj
+
+
+def test_holm_over_the_whole_study_and_the_replicated_rule(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
+    pooled = folder(tmp_path, "ab", [0.0001, 0.001, 0.2], [0.3, 0.3, 0.02], [0, 1, 2, 3, 4, 5])
+    fixed = folder(tmp_path, "fixed", [0.01, 0.02, 0.03], [0.3, 0.3, 0.3], [0, 1, 2])
+    s = study([fixed], [("digits", [a, b], pooled)])
+    prim = s.primary
+    assert len(prim) == 12
+    np.testing.assert_allclose(prim["p_holm"], holm(prim["p"]), rtol=0, atol=1e-15)
+    # P1: both replicates better after Holm over 12 rows -> replicated
+    # P2: b's p 0.02 x 12 ranks -> p_holm >= 0.05: not better alone -> not replicated
+    # P3: undetermined in both -> not replicated
+    rep = prim[prim["group"] == "digits"].groupby("contrast")["replicated"].first().to_dict()
+    assert rep == {"P1": "yes", "P2": "no", "P3": "no"}
+    assert set(prim.loc[prim["folder"] == str(fixed), "replicated"]) == {""}
+    b_p2 = prim[(prim["folder"] == str(b)) & (prim["contrast"] == "P2")].iloc[0]
+    assert b_p2["p_holm"] >= 0.05 and b_p2["verdict"] != "better"
+    assert list(s.exploratory["family"]) == ["exploratory"] * 4
+
+
+def test_replicates_sharing_seeds_are_refused(tmp_path):
+    a = folder(tmp_path, "a", [0.01] * 3, [0.3] * 3, [0, 1, 2])
+    fixed = folder(tmp_path, "fixed", [0.01] * 3, [0.3] * 3, [0, 1, 2])
+    with pytest.raises(Exception, match="share seed"):
+        study([], [("digits", [a, fixed], None)])
+
+
+def test_cli_writes_the_study_and_refuses_other_folders(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
+    out = tmp_path / "study"
+    r = run_cli("study", "--replicates", f"digits={a},{b}", "--out", out, "--quiet")
+    assert r.code == 0, r.err
+    assert {p.name for p in out.iterdir()} >= {
+        "primary.csv",
+        "exploratory.csv",
+        "study.json",
+        "report.html",
+    }
+    json.loads((out / "study.json").read_text(), parse_constant=lambda c: 1 / 0)
+    html = (out / "report.html").read_text()
+    assert html.index("Primary contrasts") < html.index("Exploratory rows")
+    (tmp_path / "plain").mkdir()
+    r = run_cli("study", tmp_path / "plain", "--out", tmp_path / "x")
+    assert "not a folder written by 'specbound correlate'" in r.one_error_line()
+    assert not (tmp_path / "x").exists()
