@@ -181,7 +181,7 @@ def test_scale_study_of_models_beyond_float64_is_drawn_and_says_undefined(tmp_pa
     figures and page (before: an internal error in the growth figure), and the page says the
     proxies are undefined instead of printing "nan"."""
     pytest.importorskip("matplotlib")
-    from cli_runner import run_cli
+    from tests.support.cli_runner import run_cli
 
     models = [
         write_tiny_bert(
