@@ -138,3 +138,28 @@ def test_huge_finite_values_are_drawn_clipped_and_the_page_says_so(tmp_path):
     assert "1 values beyond ±1e300 are drawn at ±1e300" in html
     assert (tmp_path / "out" / "figures" / "measure_frobenius_sum.svg").is_file()
     assert pd.read_csv(tmp_path / "out" / "models.csv")["frobenius_sum"].max() == 1.7e308
+
+
+def test_skipped_names_are_kept_on_reevaluation_and_prefixed_only_when_shared(tmp_path):
+    """Re-evaluating a folder in place leaves skipped.csv's names as they are (they used to
+    gain one '<zoo>/' prefix per run); pooling prefixes a name with its zoo only where two
+    zoos share it, as for models.csv."""
+    skipped = pd.DataFrame(
+        {"model": ["models/m-unconverged", "models/m-shared"], "reason": ["unconverged"] * 2}
+    )
+    a, b = _split(tmp_path)
+    for d in (a, b):
+        skipped.iloc[[0 if d == a else 1]].to_csv(d / "skipped.csv", index=False)
+    again = P.pool([P.read_part(a)], bootstrap=0)
+    assert list(again.skipped["model"]) == ["models/m-unconverged"]
+    (b / "skipped.csv").write_text("model,reason\nmodels/m-unconverged,unconverged\n")
+    pooled = P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
+    assert list(pooled.skipped["model"]) == [
+        "zoo-a/models/m-unconverged",
+        "zoo-b/models/m-unconverged",
+    ]
+    out = tmp_path / "re"
+    assert run_cli("correlate", a, "--out", out, "-q").code == 0
+    for _ in range(2):  # in place, as regenerate.sh does
+        assert run_cli("correlate", out, "--out", out, "-q").code == 0
+    assert list(pd.read_csv(out / "skipped.csv")["model"]) == ["models/m-unconverged"]

@@ -214,8 +214,9 @@ def pool(
     dropped = sorted({m for q in parts for m in q.measures} - set(measures))
     frames, skipped = [], []
     counts: dict[str, int] = {}
-    for q in parts:
-        for m in q.models["model"].astype(str):
+    for q in parts:  # a name is prefixed with its zoo only where two parts share it
+        gone = q.skipped["model"].astype(str) if "model" in q.skipped.columns else []
+        for m in {*q.models["model"].astype(str), *gone}:
             counts[m] = counts.get(m, 0) + 1
     for name, q in zip(names, parts, strict=True):
         m = q.models.copy()
@@ -227,7 +228,9 @@ def pool(
         frames.append(m)
         s = q.skipped.copy()
         if len(s):
-            s["model"] = [f"{name}/{x}" for x in s["model"].astype(str)]
+            s["model"] = [
+                f"{name}/{x}" if counts[str(x)] > 1 else str(x) for x in s["model"].astype(str)
+            ]
         skipped.append(s)
     models = pd.concat(frames, ignore_index=True, sort=False)
     for c in CEILING_COLUMNS:
