@@ -73,3 +73,22 @@ def test_a_forged_data_measure_record_holding_inf_is_recomputed(tmp_path, monkey
         values, notes = D.load_cached(key, ["sharpness", "inverse_margin"])
     assert values == {} and notes == {}
     assert sum("non-finite" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_data_measures_refuse_a_non_finite_buffer_naming_it():
+    """Buffers (batch-norm running statistics) enter the forward pass like weights: NaN there
+    gives numbers of no meaning, so it is refused with the buffer's name."""
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 3))
+    m[1].running_var[2] = float("inf")
+    x, y = torch.randn(8, 4), torch.arange(8) % 3
+    with pytest.raises(SpecboundError, match=r"buffer '1.running_var' holds NaN or inf"):
+        data_measures(m, [(x, y)], measures="sharpness")
+
+
+def test_a_forward_pass_that_fails_is_one_line_naming_the_cause():
+    """Half-precision inputs to a float32 model: one SpecboundError line with torch's reason,
+    not a raw RuntimeError."""
+    x, y = torch.randn(8, 4).half(), torch.arange(8) % 3
+    with pytest.raises(SpecboundError, match=r"forward pass failed .*dtype") as info:
+        data_measures(_tiny(), [(x, y)], measures="sharpness")
+    assert "\n" not in str(info.value)

@@ -86,11 +86,14 @@ def check_finite_inputs(inputs: Any, where: str) -> None:
 
 
 def check_finite_parameters(model: Any) -> None:
-    """One-line SpecboundError naming the first parameter of ``model`` with NaN or inf."""
-    for name, p in model.named_parameters():
+    """One-line SpecboundError naming the first parameter, or floating buffer (batch-norm
+    statistics, say: they enter the forward pass too), of ``model`` with NaN or inf."""
+    tensors = [("parameter", *kv) for kv in model.named_parameters()]
+    tensors += [("buffer", *kv) for kv in model.named_buffers()]
+    for kind, name, p in tensors:
         if p.is_floating_point() and not bool(p.detach().isfinite().all()):
             raise SpecboundError(
-                f"the model's parameter '{name}' holds NaN or inf; data measures need finite "
+                f"the model's {kind} '{name}' holds NaN or inf; data measures need finite "
                 "weights (load a checkpoint from before the divergence)"
             )
 
@@ -146,12 +149,19 @@ def logits_of(model: Any, inputs: Any, logits_fn: Callable[[Any, Any], Any] | No
     when given, else ``model(**inputs)`` / ``model(inputs)``; an output object's ``.logits``."""
     import torch
 
-    if logits_fn is not None:
-        out = logits_fn(model, inputs)
-    elif isinstance(inputs, Mapping):
-        out = model(**inputs)
-    else:
-        out = model(inputs)
+    try:
+        if logits_fn is not None:
+            out = logits_fn(model, inputs)
+        elif isinstance(inputs, Mapping):
+            out = model(**inputs)
+        else:
+            out = model(inputs)
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:  # not MemoryError
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SpecboundError(
+            f"the model's forward pass failed on the training examples ({reason}); pass inputs "
+            "of the dtype, shape and device the model takes, or logits_fn"
+        ) from None
     if not isinstance(out, torch.Tensor) and hasattr(out, "logits"):
         out = out.logits
     if not isinstance(out, torch.Tensor) or out.dim() != 2:
