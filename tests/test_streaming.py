@@ -17,7 +17,8 @@ from checkpoints import write_tiny_bert
 from spectral_checks import assert_sv_match
 
 from specbound.adapters import get_adapter
-from specbound.analysis import analyze, compute_spectra
+from specbound.analysis import analyze
+from specbound.linalg.model import compute_spectra
 from specbound.io.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
 
 TENSORS_PER_BLOCK = 6

@@ -23,9 +23,7 @@ from .linalg.model import (
     Progress,
     check_device,
     compute_all_spectra,
-    compute_block,
     compute_distance,
-    compute_spectra,
 )
 from .linalg.spectra import Spectra
 from .measures.bounds import BoundDetails, Bounds, compute_bounds
@@ -50,10 +48,6 @@ __all__ = [
     "Progress",
     "analyze",
     "check_device",
-    "compute_all_spectra",
-    "compute_block",
-    "compute_distance",
-    "compute_spectra",
 ]
 
 
