@@ -171,8 +171,11 @@ def test_scale_json(tiny: Path, tmp_path: Path) -> None:
     assert {"hidden_size", "num_layers"} >= set(s["verdict"])
 
 
-def test_jsonable_is_strict() -> None:
-    from specbound.cli.common import jsonable
+def test_json_safe_for_stdout_is_strict() -> None:
+    from specbound.io.files import json_safe
+
+    def jsonable(value: object) -> object:  # what print_json writes
+        return json_safe(value, default=str)
 
     frame = pd.DataFrame({"a": [1.0, np.nan], "b": [np.inf, -np.inf], "c": ["x", None]})
     got = jsonable({"f": frame, "n": np.int64(3), "x": np.float32(0.5), "p": Path("/a")})

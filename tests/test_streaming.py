@@ -18,8 +18,8 @@ from spectral_checks import assert_sv_match
 
 from specbound.adapters import get_adapter
 from specbound.analysis import analyze
-from specbound.linalg.model import compute_spectra
 from specbound.io.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
+from specbound.linalg.model import compute_spectra
 
 TENSORS_PER_BLOCK = 6
 

@@ -19,6 +19,7 @@ import numpy as np
 from ._version import __version__
 from .core import ModelSpec
 from .errors import SpecboundError
+from .io.files import json_safe
 from .linalg.model import (
     Progress,
     check_device,
@@ -283,7 +284,7 @@ class Analysis:
         holds). SPEC 6: a value beyond float64 is None (``null``) and its log10 is kept; every
         other float is finite."""
         s = self.spec
-        return _json_safe(
+        return json_safe(
             {
                 "model": self.model,
                 "architecture": s.architecture,
@@ -339,23 +340,6 @@ class Analysis:
             if extra is not None:
                 extra(tmp)
         return Path(path)
-
-
-def _json_safe(x: Any) -> Any:
-    """``x`` with every non-finite float (and numpy scalar) made JSON-safe: inf/NaN -> None."""
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.str_):
-        return str(x)
-    return x
 
 
 def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:

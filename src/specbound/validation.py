@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from .errors import SpecboundTypeError, SpecboundValueError
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_real"]
+__all__ = ["check_bool", "check_choice", "check_int", "check_real"]
 
 
 def _type_name(value: Any) -> str:
@@ -49,6 +50,18 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
     if max is not None and v > max:
         raise SpecboundValueError(f"{name} must be an integer <= {max}, got {v}")
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a Python ``bool``.
+
+    Accepts ``True``/``False`` and ``numpy.bool_``; refuses everything else, ``0``, ``1``,
+    ``"yes"`` and ``None`` included, with ``SpecboundTypeError``.
+    """
+    np = sys.modules.get("numpy")  # a numpy bool exists only once numpy is loaded
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+        return bool(value)
+    raise SpecboundTypeError(f"{name} must be True or False, got {value!r} ({_type_name(value)})")
 
 
 def _fmt(x: float) -> str:

@@ -43,8 +43,8 @@ def block_task(
 ) -> Any:
     """What one block job runs: ``compute_block`` of block ``job.layer``."""
     from ..adapters.registry import adapter_for
-    from ..linalg.model import compute_block
     from ..io.checkpoint import load_checkpoint
+    from ..linalg.model import compute_block
 
     ckpt = load_checkpoint(source, dict(config))
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))

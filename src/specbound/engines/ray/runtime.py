@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...errors import SpecboundError
-from ..base import JobError, call_job, one_line
+from ...errors import SpecboundError, one_line_reason
+from ..base import JobError, call_job
 
 
 def require_ray() -> Any:
@@ -156,7 +156,7 @@ def reason(exc: BaseException, ray: Any, retries: int) -> JobError:
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = getattr(exc, "cause", None)
         if cause is not None and not isinstance(cause, ray.exceptions.RayError):
-            return JobError(one_line(cause), input_error=isinstance(cause, SpecboundError))
+            return JobError(one_line_reason(cause), input_error=isinstance(cause, SpecboundError))
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return JobError(
         f"the worker failed {retries + 1} times ({type(exc).__name__}: {first}); "

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecboundError
+from ...validation import check_int
 from . import zoodir
 from .plan import (
     GRID_KEYS,
@@ -66,9 +67,12 @@ def check_ensemble(ensemble: Any) -> int | str:
         return "auto"
     if isinstance(ensemble, str) and ensemble.strip().isdigit():
         ensemble = int(ensemble)
-    if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-        raise SpecboundError(f"--ensemble {ensemble!r}: expected 'auto' or an integer >= 1")
-    return ensemble
+    try:
+        return check_int(ensemble, "ensemble", min=1)
+    except SpecboundError:
+        raise SpecboundError(
+            f"--ensemble {ensemble!r}: expected 'auto' or an integer >= 1"
+        ) from None
 
 
 def _check_device(device: Any) -> str:

@@ -92,18 +92,18 @@ class ProcessPool:
         from collections import deque
         from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-        from ...engines.base import JobError, one_line
-        from ...errors import SpecboundError
+        from ...engines.base import JobError
+        from ...errors import SpecboundError, one_line_reason
 
         def outcome(call: Callable[[], Any]) -> Any:
             try:
                 return call()
             except SpecboundError as exc:
-                return JobError(one_line(exc), input_error=True)
+                return JobError(one_line_reason(exc), input_error=True)
             except MemoryError:
                 raise
             except Exception as exc:  # a bug in the job, or a worker that died
-                return JobError(one_line(exc), input_error=False)
+                return JobError(one_line_reason(exc), input_error=False)
 
         queue = deque(jobs)
         total = len(queue)
