@@ -18,7 +18,7 @@ import numpy as np
 
 from ._version import __version__
 from .core import ModelSpec
-from .errors import SpecboundError
+from .errors import Param, SpecboundError
 from .io.files import json_safe
 from .linalg.model import (
     Progress,
@@ -357,7 +357,9 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
         init_adapter = adapter_for(init_ckpt, mapping, **kw)
         ispec = init_adapter.spec()
     except SpecboundError as exc:
-        raise type(exc)(f"init={init if is_path else 'state dict'}: {exc}") from None
+        raise type(exc)(
+            Param("init", str(init) if is_path else "state dict"), ": ", *exc.parts
+        ) from None
     for f in (
         "architecture",
         "num_layers",
@@ -369,8 +371,9 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
     ):
         if getattr(ispec, f) != getattr(spec, f):
             raise ConfigError(
-                f"init={init_ckpt.name} has {f} = {getattr(ispec, f)} but the model has "
-                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes"
+                Param("init", init_ckpt.name),
+                f" has {f} = {getattr(ispec, f)} but the model has "
+                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes",
             )
     return init_adapter
 
@@ -421,8 +424,10 @@ def analyze(
     if needing_init and init is None:
         # asked for by name: an empty cell would look like an answer
         raise SpecboundError(
-            f"measure {needing_init[0]} needs the initialization weights; pass init= "
-            "(a checkpoint of the same architecture) or drop it from measures="
+            f"measure {needing_init[0]} needs the initialization weights; pass ",
+            Param("init", ""),
+            " (a checkpoint of the same architecture) or drop it from ",
+            Param("measures", ""),
         )
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core import LayerWeights, ModelSpec, TensorRoles
-from ..errors import CheckpointError, ConfigError, SpecboundError
+from ..errors import CheckpointError, ConfigError, Param, SpecboundError
 from ..io.checkpoint import Checkpoint
 from ..validation import check_int
 
@@ -176,7 +176,11 @@ class Adapter:
                 shown = ", ".join(repr(p) for p in found)
                 raise CheckpointError(
                     f"{self.checkpoint.name} holds several models: tensors ending in '{anchor}' "
-                    f"under the prefixes {shown}; choose one with --prefix (prefix= in Python)"
+                    f"under the prefixes {shown}; choose one with ",
+                    Param("prefix"),
+                    " (",
+                    Param("prefix", ""),
+                    " in Python)",
                 )
             if found:
                 return found[0]
@@ -186,7 +190,8 @@ class Adapter:
                 f"no tensor '{self.prefix}{anchors[0]}' in {self.checkpoint.name}: prefix "
                 f"'{self.prefix}' does not match"
                 + (f" (prefixes found: {', '.join(repr(p) for p in cands)})" if cands else "")
-                + "; fix --prefix"
+                + "; fix ",
+                Param("prefix"),
             )
         raise CheckpointError(
             f"{self.checkpoint.name} has no tensor ending in '{anchors[0]}'; the weights do not "

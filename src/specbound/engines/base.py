@@ -77,8 +77,8 @@ class EngineOptionError(SpecboundError):
     """An option given to an engine that does not use it (``address`` for ``local``), or an
     option of the wrong type. ``engine`` and ``option`` name them, so a CLI can name its flag."""
 
-    def __init__(self, message: str, *, engine: str = "", option: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, *parts: object, engine: str = "", option: str = "") -> None:
+        super().__init__(*parts)
         self.engine = engine
         self.option = option
 

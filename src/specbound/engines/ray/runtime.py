@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...errors import SpecboundError, one_line_reason
+from ...errors import Param, SpecboundError, one_line_reason
 from ..base import JobError, call_job
 
 
@@ -107,8 +107,9 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         where = f"the Ray cluster at {address}" if address else "a local Ray runtime"
         raise SpecboundError(
-            f"cannot connect to {where} ({first}); check the Ray address (--ray-address / "
-            "RAY_ADDRESS), or give none to start a local runtime"
+            f"cannot connect to {where} ({first}); check the Ray address (",
+            Param("address"),
+            " / RAY_ADDRESS), or give none to start a local runtime",
         ) from None
     return ray
 
@@ -126,8 +127,10 @@ def probe(address: str, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise SpecboundError(
             f"no Ray cluster answers at {address} ({exc.strerror or type(exc).__name__}); check "
-            "the Ray address (--ray-address / RAY_ADDRESS: the head's GCS address, e.g. "
-            "10.0.0.5:6379), or give none to start a local runtime"
+            "the Ray address (",
+            Param("address"),
+            " / RAY_ADDRESS: the head's GCS address, e.g. 10.0.0.5:6379), or give none to start "
+            "a local runtime",
         ) from None
 
 

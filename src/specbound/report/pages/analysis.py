@@ -272,9 +272,9 @@ def write_analysis_report(analysis: Analysis, out_dir: str | Path, esd: str = "w
     from ..figures.style import require_matplotlib
 
     if esd not in ESD_CHOICES:
-        from ...errors import SpecboundError
+        from ...errors import Param, SpecboundError
 
-        raise SpecboundError(f"esd must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
+        raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     require_matplotlib()
     out_dir = Path(out_dir)
     figs = F.analysis_figures(analysis, out_dir / "figures", esd=esd)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
 from ...validation import check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
@@ -248,5 +248,6 @@ def check_threads(threads: Any) -> int:
         return check_int(threads, "threads", min=1, max=hi)
     except SpecboundError:
         raise SpecboundError(
-            f"--threads {threads!r}: expected an integer in 1..{hi} (4 x the {hi // 4} CPUs here)"
+            Param("threads", repr(threads)),
+            f": expected an integer in 1..{hi} (4 x the {hi // 4} CPUs here)",
         ) from None

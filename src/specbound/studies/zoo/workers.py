@@ -45,7 +45,7 @@ def default_workers(device: str = "cpu", threads: int = 1) -> int:
 
 def check_workers(workers: Any) -> int:
     """``workers`` as an int in 1..``max_threads()`` (4 x the CPUs), else a one-line error."""
-    return check_int(workers, "--workers", min=1, max=max_threads())
+    return check_int(workers, "workers", min=1, max=max_threads())
 
 
 def remove_temps(models: Path) -> None:
