@@ -193,7 +193,8 @@ def test_json_safe_for_stdout_is_strict() -> None:
 
 def test_library_parameter_names_become_flags() -> None:
     from specbound.cli.app import cli_message
-    from specbound.errors import EngineOptionError, Param, SpecboundError
+    from specbound.engines.base import EngineOptionError
+    from specbound.errors import Param, SpecboundError
 
     flags = {"grid_m": "--grid-m", "init": "--init", "ray_address": "--ray-address"}
     msg = SpecboundError(Param("grid_m"), " must be an integer >= 1, got 0")
