@@ -19,7 +19,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "specbound"
 #: first dotted component(s) -> layer; a longer prefix wins.
 LAYERS: dict[str, int] = {
     "_version": 0,
-    "_moved": 0,
     "errors": 0,
     "validation": 0,
     "config": 0,
@@ -167,17 +166,10 @@ def test_no_local_engine_special_case_outside_engines() -> None:
     assert bad == [], "\n".join(bad)
 
 
-def test_old_module_paths_still_import_with_a_warning() -> None:
+def test_old_module_paths_are_gone() -> None:
+    """The 0.x redirector (``_moved``) is gone since 0.1.0: an old path is an ImportError."""
     import importlib
-    import sys
 
-    from specbound._moved import MOVED
-
-    for old, new in MOVED.items():
-        sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
-            mod = importlib.import_module(old)
-        assert mod is importlib.import_module(new)
-    from specbound.study import Study  # a name through an old path
-
-    assert Study is importlib.import_module("specbound.studies.scale").Study
+    for old in ("specbound.study", "specbound.bounds", "specbound.hub"):
+        with pytest.raises(ImportError):
+            importlib.import_module(old)

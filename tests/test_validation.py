@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from specbound.errors import SpecboundError, SpecboundTypeError, SpecboundValueError
-from specbound.validation import check_choice, check_int, check_real
+from specbound.validation import check_bool, check_choice, check_int, check_real
 
 
 @pytest.mark.parametrize("v", [3, np.int64(3), np.int32(3), np.uint8(3), np.int8(3)])
@@ -27,6 +27,21 @@ def test_int_refuses_other_types(v: object) -> None:
     assert msg.startswith("threads must be an integer, got ") and repr(v) in msg
     assert isinstance(e.value, TypeError) and isinstance(e.value, SpecboundError)
     assert "\n" not in msg
+
+
+@pytest.mark.parametrize("v", [True, False, np.bool_(True), np.bool_(False)])
+def test_bool_accepts_python_and_numpy_bools(v: object) -> None:
+    out = check_bool(v, "quiet")
+    assert out is bool(v)
+
+
+@pytest.mark.parametrize("v", [0, 1, np.int64(1), 1.0, "yes", "True", None, [True]])
+def test_bool_refuses_other_types(v: object) -> None:
+    with pytest.raises(SpecboundTypeError) as e:
+        check_bool(v, "quiet")
+    msg = str(e.value)
+    assert msg.startswith("quiet must be True or False, got ") and repr(v) in msg
+    assert isinstance(e.value, TypeError) and "\n" not in msg
 
 
 def test_int_bounds_inclusive() -> None:

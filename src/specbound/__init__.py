@@ -16,10 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._moved import install as _install_moved
 from ._version import __version__
-
-_install_moved()  # old module paths (specbound.study, ...) keep importing
 
 if TYPE_CHECKING:
     from .analysis import Analysis, analyze

@@ -15,7 +15,7 @@ checks each against the maximum of |phi'| of transformers' own implementation.
 
 from __future__ import annotations
 
-from .errors import ConfigError
+from .errors import ConfigError, Param
 
 GELU = 1.13
 SILU = 1.0999
@@ -51,6 +51,8 @@ def lipschitz_constant(activation: str) -> float:
     if key not in LIPSCHITZ:
         raise ConfigError(
             f"unknown activation '{activation}' in config.json: specbound knows "
-            f"{', '.join(sorted(LIPSCHITZ))}; pass l_phi= to set its Lipschitz constant"
+            f"{', '.join(sorted(LIPSCHITZ))}; pass ",
+            Param("l_phi", ""),
+            " to set its Lipschitz constant",
         )
     return LIPSCHITZ[key]

@@ -18,14 +18,13 @@ import numpy as np
 
 from ._version import __version__
 from .core import ModelSpec
-from .errors import SpecboundError
+from .errors import Param, SpecboundError
+from .io.files import json_safe
 from .linalg.model import (
     Progress,
     check_device,
     compute_all_spectra,
-    compute_block,
     compute_distance,
-    compute_spectra,
 )
 from .linalg.spectra import Spectra
 from .measures.bounds import BoundDetails, Bounds, compute_bounds
@@ -50,10 +49,6 @@ __all__ = [
     "Progress",
     "analyze",
     "check_device",
-    "compute_all_spectra",
-    "compute_block",
-    "compute_distance",
-    "compute_spectra",
 ]
 
 
@@ -289,7 +284,7 @@ class Analysis:
         holds). SPEC 6: a value beyond float64 is None (``null``) and its log10 is kept; every
         other float is finite."""
         s = self.spec
-        return _json_safe(
+        return json_safe(
             {
                 "model": self.model,
                 "architecture": s.architecture,
@@ -347,23 +342,6 @@ class Analysis:
         return Path(path)
 
 
-def _json_safe(x: Any) -> Any:
-    """``x`` with every non-finite float (and numpy scalar) made JSON-safe: inf/NaN -> None."""
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.str_):
-        return str(x)
-    return x
-
-
 def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:
     """The adapter of the initialization checkpoint, checked to match ``spec``."""
     from .adapters.registry import adapter_for
@@ -379,7 +357,9 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
         init_adapter = adapter_for(init_ckpt, mapping, **kw)
         ispec = init_adapter.spec()
     except SpecboundError as exc:
-        raise type(exc)(f"init={init if is_path else 'state dict'}: {exc}") from None
+        raise type(exc)(
+            Param("init", str(init) if is_path else "state dict"), ": ", *exc.parts
+        ) from None
     for f in (
         "architecture",
         "num_layers",
@@ -391,8 +371,9 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
     ):
         if getattr(ispec, f) != getattr(spec, f):
             raise ConfigError(
-                f"init={init_ckpt.name} has {f} = {getattr(ispec, f)} but the model has "
-                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes"
+                Param("init", init_ckpt.name),
+                f" has {f} = {getattr(ispec, f)} but the model has "
+                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes",
             )
     return init_adapter
 
@@ -443,8 +424,10 @@ def analyze(
     if needing_init and init is None:
         # asked for by name: an empty cell would look like an answer
         raise SpecboundError(
-            f"measure {needing_init[0]} needs the initialization weights; pass init= "
-            "(a checkpoint of the same architecture) or drop it from measures="
+            f"measure {needing_init[0]} needs the initialization weights; pass ",
+            Param("init", ""),
+            " (a checkpoint of the same architecture) or drop it from ",
+            Param("measures", ""),
         )
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))

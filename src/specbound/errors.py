@@ -2,19 +2,68 @@
 
 ``SpecboundTypeError`` / ``SpecboundValueError`` are what :mod:`specbound.validation` raises for
 a bad argument: they are also ``TypeError`` / ``ValueError``, as Python code expects.
+
+The one error rule: a library message names the Python parameter (``workers must be ...``,
+``out=/tmp/x is not empty``), never a command-line flag. It does so with a :class:`Param` part
+(``SpecboundError(Param("workers"), " must be ...")``); ``str(error)`` writes the Python name,
+and the CLI alone writes the flag instead (``--workers must be ...``), through its table of
+parameter -> flag (:func:`specbound.cli.app.cli_message`), never by rewriting message text.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    """A Python parameter named inside an error message.
+
+    ``str(p)``: ``name``, or ``name=value`` when ``value`` is given (``init=/tmp/x``; an empty
+    value gives ``init=``). The CLI shows the parameter's flag instead: ``--init`` or
+    ``--init /tmp/x``.
+    """
+
+    name: str
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.value is None else f"{self.name}={self.value}"
+
+    def as_flag(self, flag: str) -> str:
+        """The part as the CLI writes it, with ``flag`` for the parameter."""
+        return flag if self.value is None else f"{flag} {self.value}"
+
+
+def _joined(parts: tuple[object, ...], show: Callable[[object], str]) -> str:
+    return " ".join("".join(show(p) for p in parts).split())
 
 
 class SpecboundError(ValueError):
     """A user-facing error: the message says what is wrong and what to do.
 
-    The CLI prints ``error: <message>`` and exits with code 2, without a traceback.
+    ``SpecboundError(*parts)``: the message is the parts joined (strings, and :class:`Param`
+    for each Python parameter it names), on one line. The CLI prints ``error: <message>`` (with
+    flags for the parameters, :meth:`render`) and exits with code 2, without a traceback.
     """
 
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+    def __init__(self, *parts: object) -> None:
+        self.parts = parts
+        super().__init__(_joined(parts, str))
+
+    def render(self, flag: Callable[[str], str | None]) -> str:
+        """The message with each parameter ``p`` written ``flag(p.name)`` (a CLI flag), or by its
+        Python name where ``flag`` gives None."""
+
+        def show(part: object) -> str:
+            if isinstance(part, Param):
+                f = flag(part.name)
+                if f is not None:
+                    return part.as_flag(f)
+            return str(part)
+
+        return _joined(self.parts, show)
 
 
 class SpecboundValueError(SpecboundError):

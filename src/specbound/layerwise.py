@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import SpecboundError
+from .errors import Param, SpecboundError
 from .validation import check_choice, check_real
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def tempbalance_factors(
     s1 = check_real(lr_min, "lr_min", min=0.0, include_min=False)
     s2 = check_real(lr_max, "lr_max", min=0.0, include_min=False)
     if s2 < s1:
-        raise SpecboundError(f"lr_max must be >= lr_min = {s1:g}, got {s2:g}")
+        raise SpecboundError(Param("lr_max"), f" must be >= lr_min = {s1:g}, got {s2:g}")
     a = np.asarray(alpha, dtype=np.float64)
     mapped = np.isfinite(a)
     out = np.ones(a.shape)

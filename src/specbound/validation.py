@@ -8,21 +8,23 @@ message names the parameter, the value it got and what was expected:
 
 Integers are Python ``int`` and numpy integers alike (``np.int64(3)`` is accepted everywhere
 ``3`` is); ``bool`` is never an integer or a real here (``True`` as a count is a bug).
-Library messages name the Python parameter; the CLI maps them to its flags.
+Library messages name the Python parameter (a :class:`~specbound.errors.Param` part); the CLI
+alone maps them to its flags.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from .errors import SpecboundTypeError, SpecboundValueError
+from .errors import Param, SpecboundTypeError, SpecboundValueError
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_real"]
+__all__ = ["check_bool", "check_choice", "check_int", "check_real"]
 
 
 def _type_name(value: Any) -> str:
@@ -42,13 +44,29 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
     ``SpecboundTypeError``; out of range: ``SpecboundValueError``.
     """
     if not _is_int(value):
-        raise SpecboundTypeError(f"{name} must be an integer, got {value!r} ({_type_name(value)})")
+        raise SpecboundTypeError(
+            Param(name), f" must be an integer, got {value!r} ({_type_name(value)})"
+        )
     v = int(value)
     if min is not None and v < min:
-        raise SpecboundValueError(f"{name} must be an integer >= {min}, got {v}")
+        raise SpecboundValueError(Param(name), f" must be an integer >= {min}, got {v}")
     if max is not None and v > max:
-        raise SpecboundValueError(f"{name} must be an integer <= {max}, got {v}")
+        raise SpecboundValueError(Param(name), f" must be an integer <= {max}, got {v}")
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a Python ``bool``.
+
+    Accepts ``True``/``False`` and ``numpy.bool_``; refuses everything else, ``0``, ``1``,
+    ``"yes"`` and ``None`` included, with ``SpecboundTypeError``.
+    """
+    np = sys.modules.get("numpy")  # a numpy bool exists only once numpy is loaded
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+        return bool(value)
+    raise SpecboundTypeError(
+        Param(name), f" must be True or False, got {value!r} ({_type_name(value)})"
+    )
 
 
 def _fmt(x: float) -> str:
@@ -78,24 +96,24 @@ def check_real(
         or type(value).__name__ == "bool_"
     ):
         raise SpecboundTypeError(
-            f"{name} must be a real number, got {value!r} ({_type_name(value)})"
+            Param(name), f" must be a real number, got {value!r} ({_type_name(value)})"
         )
     try:
         v = float(value)
     except (OverflowError, ValueError):  # an int beyond float64
         raise SpecboundValueError(
-            f"{name} must be a finite real number, got {value!r} (beyond float64)"
+            Param(name), f" must be a finite real number, got {value!r} (beyond float64)"
         ) from None
     if finite and not math.isfinite(v):
-        raise SpecboundValueError(f"{name} must be a finite real number, got {v!r}")
+        raise SpecboundValueError(Param(name), f" must be a finite real number, got {v!r}")
     if math.isnan(v) and (min is not None or max is not None):
-        raise SpecboundValueError(f"{name} must be a real number, got nan")
+        raise SpecboundValueError(Param(name), " must be a real number, got nan")
     if min is not None and (v < min or (v == min and not include_min)):
         op = ">=" if include_min else ">"
-        raise SpecboundValueError(f"{name} must be {op} {_fmt(min)}, got {v!r}")
+        raise SpecboundValueError(Param(name), f" must be {op} {_fmt(min)}, got {v!r}")
     if max is not None and (v > max or (v == max and not include_max)):
         op = "<=" if include_max else "<"
-        raise SpecboundValueError(f"{name} must be {op} {_fmt(max)}, got {v!r}")
+        raise SpecboundValueError(Param(name), f" must be {op} {_fmt(max)}, got {v!r}")
     return v
 
 
@@ -108,7 +126,8 @@ def check_choice(value: T, name: str, choices: Iterable[Any]) -> T:
     options = list(choices)
     if options and all(isinstance(c, str) for c in options) and not isinstance(value, str):
         raise SpecboundTypeError(
-            f"{name} must be one of {', '.join(options)}; got {value!r} ({_type_name(value)})"
+            Param(name),
+            f" must be one of {', '.join(options)}; got {value!r} ({_type_name(value)})",
         )
     try:
         ok = value in options
@@ -116,5 +135,5 @@ def check_choice(value: T, name: str, choices: Iterable[Any]) -> T:
         ok = False
     if not ok:
         shown = ", ".join(str(c) for c in options)
-        raise SpecboundValueError(f"{name} must be one of {shown}; got {value!r}")
+        raise SpecboundValueError(Param(name), f" must be one of {shown}; got {value!r}")
     return value

@@ -171,8 +171,11 @@ def test_scale_json(tiny: Path, tmp_path: Path) -> None:
     assert {"hidden_size", "num_layers"} >= set(s["verdict"])
 
 
-def test_jsonable_is_strict() -> None:
-    from specbound.cli.common import jsonable
+def test_json_safe_for_stdout_is_strict() -> None:
+    from specbound.io.files import json_safe
+
+    def jsonable(value: object) -> object:  # what print_json writes
+        return json_safe(value, default=str)
 
     frame = pd.DataFrame({"a": [1.0, np.nan], "b": [np.inf, -np.inf], "c": ["x", None]})
     got = jsonable({"f": frame, "n": np.int64(3), "x": np.float32(0.5), "p": Path("/a")})
@@ -189,16 +192,22 @@ def test_jsonable_is_strict() -> None:
 
 
 def test_library_parameter_names_become_flags() -> None:
-    from specbound.cli.app import flag_message
+    from specbound.cli.app import cli_message
+    from specbound.engines.base import EngineOptionError
+    from specbound.errors import Param, SpecboundError
 
-    flags = {"grid_m": "--grid-m", "init": "--init", "address": "--ray-address"}
-    assert flag_message("grid_m must be an integer >= 1, got 0", flags) == (
-        "--grid-m must be an integer >= 1, got 0"
+    flags = {"grid_m": "--grid-m", "init": "--init", "ray_address": "--ray-address"}
+    msg = SpecboundError(Param("grid_m"), " must be an integer >= 1, got 0")
+    assert cli_message(msg, flags) == "--grid-m must be an integer >= 1, got 0"
+    assert cli_message(SpecboundError("pass ", Param("init", "CHECKPOINT")), flags) == (
+        "pass --init CHECKPOINT"
     )
-    assert flag_message("pass init=CHECKPOINT", flags) == "pass --init CHECKPOINT"
-    assert flag_message("option address is unused", flags) == "option --ray-address is unused"
-    # no partial words: distance_from_init, grid_m_max stay as they are
-    assert flag_message("distance_from_init needs it", flags) == "distance_from_init needs it"
+    unused = EngineOptionError("option ", Param("address"), " is unused", option="address")
+    assert cli_message(unused, flags) == "option --ray-address is unused"
+    # plain words are never rewritten: distance_from_init, grid_m_max stay as they are
+    assert cli_message(SpecboundError("distance_from_init needs it"), flags) == (
+        "distance_from_init needs it"
+    )
 
 
 @pytest.mark.parametrize(

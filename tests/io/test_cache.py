@@ -34,7 +34,7 @@ def no_compute(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*a, **k):
         raise AssertionError("spectra recomputed although the cache should hit")
 
-    monkeypatch.setattr(analysis_mod, "compute_spectra", fail)
+    monkeypatch.setattr(analysis_mod, "compute_all_spectra", fail)
 
 
 def assert_spectra_equal(a: Spectra, b: Spectra) -> None:

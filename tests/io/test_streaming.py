@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from specbound.adapters import get_adapter
-from specbound.analysis import analyze, compute_spectra
+from specbound.analysis import analyze
 from specbound.io.checkpoint import SafetensorsFile, ShardedSource, load_checkpoint
+from specbound.linalg.model import compute_spectra
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.spectral_checks import assert_sv_match
 

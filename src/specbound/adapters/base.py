@@ -19,17 +19,21 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core import LayerWeights, ModelSpec, TensorRoles
-from ..errors import CheckpointError, ConfigError
+from ..errors import CheckpointError, ConfigError, Param, SpecboundError
 from ..io.checkpoint import Checkpoint
+from ..validation import check_int
 
 
 def positive_int(value: Any, key: str, where: str) -> int:
     """``value`` of size key ``key`` as an int; a bool, float, string, zero or negative value
     (JSON ``true``, ``1.7``, ``1e9``, ``Infinity``, ``0``, ``-2``) is a one-line ConfigError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    try:
+        return check_int(value, key, min=1)
+    except SpecboundError:
         shown = json_repr(value)
-        raise ConfigError(f"'{key}' in {where} must be a positive integer, got {shown}; fix {key}")
-    return int(value)
+        raise ConfigError(
+            f"'{key}' in {where} must be a positive integer, got {shown}; fix {key}"
+        ) from None
 
 
 def json_repr(value: Any) -> str:
@@ -172,7 +176,11 @@ class Adapter:
                 shown = ", ".join(repr(p) for p in found)
                 raise CheckpointError(
                     f"{self.checkpoint.name} holds several models: tensors ending in '{anchor}' "
-                    f"under the prefixes {shown}; choose one with --prefix (prefix= in Python)"
+                    f"under the prefixes {shown}; choose one with ",
+                    Param("prefix"),
+                    " (",
+                    Param("prefix", ""),
+                    " in Python)",
                 )
             if found:
                 return found[0]
@@ -182,7 +190,8 @@ class Adapter:
                 f"no tensor '{self.prefix}{anchors[0]}' in {self.checkpoint.name}: prefix "
                 f"'{self.prefix}' does not match"
                 + (f" (prefixes found: {', '.join(repr(p) for p in cands)})" if cands else "")
-                + "; fix --prefix"
+                + "; fix ",
+                Param("prefix"),
             )
         raise CheckpointError(
             f"{self.checkpoint.name} has no tensor ending in '{anchors[0]}'; the weights do not "

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Param
 from ..io.checkpoint import Checkpoint, check_regular_file
 from .base import (
     GATED_NOTE,
@@ -126,8 +126,9 @@ class MappingAdapter(Adapter):
         data, name = load_mapping(mapping)
         if prefix is not None:
             raise ConfigError(
-                f"--prefix/prefix= does not apply with a mapping ({name}): its patterns are full "
-                "tensor names; write the prefix into them"
+                Param("prefix"),
+                f"/prefix= does not apply with a mapping ({name}): its patterns are full "
+                "tensor names; write the prefix into them",
             )
         return cls(checkpoint, data, name)
 

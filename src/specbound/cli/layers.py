@@ -138,22 +138,13 @@ def layers_command(
     value = "sparsity" if method == "alphapruning" else "lr_factor"
     failed = int((df["htsr_fit"] != "ok").sum())
     if as_json:
-        from ..analysis import _json_safe
-
         params = (
             {"sparsity": sparsity, "epsilon": epsilon, "granularity": granularity}
             if method == "alphapruning"
             else {"lr_min": lr_min, "lr_max": lr_max}
         )
         print_json(
-            _json_safe(
-                {
-                    "model": model,
-                    "method": method,
-                    **params,
-                    "rows": df.to_dict(orient="records"),
-                }
-            )
+            {"model": model, "method": method, **params, "rows": df.to_dict(orient="records")}
         )
         return
     if quiet:

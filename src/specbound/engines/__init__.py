@@ -15,7 +15,7 @@ import dataclasses
 import importlib
 from typing import Any
 
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError
 from .base import Engine, EngineOptionError, JobError, Resources
 from .local import LocalOptions
 
@@ -73,8 +73,9 @@ def options_for(name: str, **settings: Any) -> Any:
             has = sorted(n for n in ENGINES if n != name and _has_option(n, key))
             hint = f" (it is an option of {', '.join(has)})" if has else ""
             raise EngineOptionError(
-                f"option {key} is unused with engine '{name}'{hint}; drop it or choose an "
-                "engine that uses it",
+                "option ",
+                Param(key),
+                f" is unused with engine '{name}'{hint}; drop it or choose an engine that uses it",
                 engine=name,
                 option=key,
             )

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from ..errors import SpecboundError
+from ..errors import SpecboundError, one_line_reason
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -77,8 +77,8 @@ class EngineOptionError(SpecboundError):
     """An option given to an engine that does not use it (``address`` for ``local``), or an
     option of the wrong type. ``engine`` and ``option`` name them, so a CLI can name its flag."""
 
-    def __init__(self, message: str, *, engine: str = "", option: str = "") -> None:
-        super().__init__(message)
+    def __init__(self, *parts: object, engine: str = "", option: str = "") -> None:
+        super().__init__(*parts)
         self.engine = engine
         self.option = option
 
@@ -151,16 +151,10 @@ def closing_map(
             close()
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: a SpecboundError's message, else ``Type: message``."""
-    text = str(exc) if isinstance(exc, SpecboundError) else f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split()) or type(exc).__name__
-
-
 def call_job(fn: Callable[[J], R], job: J) -> R | JobError:
     """``fn(job)``, with a ``SpecboundError`` turned into a :class:`JobError` (other
     exceptions propagate): what an in-process engine runs for each job."""
     try:
         return fn(job)
     except SpecboundError as exc:
-        return JobError(one_line(exc), input_error=True)
+        return JobError(one_line_reason(exc), input_error=True)

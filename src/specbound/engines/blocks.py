@@ -4,7 +4,7 @@
 job per distinct block (blocks an adapter shares, as in ALBERT, once); each job opens the
 checkpoint itself (by path: no weight array travels), reads that block's tensors by name
 (sharded safetensors read only the shards holding them) and returns
-``analysis.compute_block``; the blocks are put back in layer order and concatenated, so the
+``linalg.model.compute_block``; the blocks are put back in layer order and concatenated, so the
 spectra are exactly those of the local block loop.
 """
 
@@ -43,8 +43,8 @@ def block_task(
 ) -> Any:
     """What one block job runs: ``compute_block`` of block ``job.layer``."""
     from ..adapters.registry import adapter_for
-    from ..analysis import compute_block
     from ..io.checkpoint import load_checkpoint
+    from ..linalg.model import compute_block
 
     ckpt = load_checkpoint(source, dict(config))
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))

@@ -14,12 +14,14 @@ float64 the caller keeps its log10 beside it (SPEC 6). :func:`atomic_file` and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
 import stat
+import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -129,33 +131,85 @@ def file_stamp(path: Path) -> str:
 # --- strict JSON out ------------------------------------------------------------------------
 
 
-def json_safe(obj: Any) -> Any:
-    """``obj`` with every value JSON can hold strictly: non-finite floats -> None, numpy scalars
-    and arrays -> Python numbers and lists, tuples -> lists, paths -> strings. Mapping keys must
-    be strings (or numbers, written as JSON does)."""
-    if obj is None or isinstance(obj, (bool, str)):
+def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
+    """``obj`` as plain data JSON holds strictly (the one sanitizer of specbound).
+
+    - ``None``, ``bool``, ``str`` (a ``str`` subclass such as ``numpy.str_`` becomes ``str``);
+    - ``int`` and numpy integers -> ``int``; ``numpy.bool_`` -> ``bool``;
+    - ``float`` and numpy floats -> ``float``; a non-finite one (NaN, +-inf: a value beyond
+      float64) -> ``None``;
+    - mappings -> dicts (keys JSON writes as they are: ``str``, ``int``, ``float``, ``bool``,
+      ``None``; any other key -> ``str(key)``); lists, tuples and sets -> lists;
+    - paths -> strings; numpy arrays -> lists; dataclasses -> dicts; pandas DataFrames -> lists
+      of records; ``pandas.NA`` -> ``None``; other objects with ``tolist()`` or ``item()``
+      (numpy and pandas scalars) -> what those return.
+
+    Anything else: ``default(obj)`` sanitized (``default=str`` writes it as text, what the CLI's
+    ``--json`` does), or ``TypeError`` when ``default`` is None. numpy and pandas are never
+    imported here: their objects are recognised only when they are loaded already.
+    """
+    if obj is None or isinstance(obj, bool):
         return obj
+    if isinstance(obj, str):
+        return str.__str__(obj)
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
+        return float(obj) if math.isfinite(obj) else None
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating):
+            v = float(obj)
+            return v if math.isfinite(v) else None
+        if isinstance(obj, np.ndarray):
+            return [json_safe(v, default=default) for v in obj.tolist()]
     if isinstance(obj, Mapping):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
+        return {_json_key(k): json_safe(v, default=default) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [json_safe(v, default=default) for v in obj]
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
-    tolist = getattr(obj, "tolist", None)  # numpy scalars and arrays
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return json_safe(dataclasses.asdict(obj), default=default)
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        if isinstance(obj, pd.DataFrame):
+            return [json_safe(r, default=default) for r in obj.to_dict("records")]
+        if obj is pd.NA:
+            return None
+    tolist = getattr(obj, "tolist", None)  # numpy/pandas scalars and arrays
     if callable(tolist):
-        return json_safe(tolist())
+        return json_safe(tolist(), default=default)
     if hasattr(obj, "item"):
-        return json_safe(obj.item())
+        return json_safe(obj.item(), default=default)
+    if default is not None:
+        return json_safe(default(obj), default=default)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def dumps_json(obj: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
-    """Strict JSON text of ``json_safe(obj)``: never ``NaN``/``Infinity`` (json's default)."""
-    return json.dumps(json_safe(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+def _json_key(key: Any) -> Any:
+    """A mapping key as JSON writes it: the kinds ``json`` converts itself stay, others -> str."""
+    if key is None or isinstance(key, (str, int, float, bool)):
+        return key
+    return str(key)
+
+
+def dumps_json(
+    obj: Any,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """Strict JSON text of ``json_safe(obj, default=default)``: never ``NaN``/``Infinity``
+    (json's default)."""
+    return json.dumps(
+        json_safe(obj, default=default), indent=indent, sort_keys=sort_keys, allow_nan=False
+    )
 
 
 def canonical_json(obj: Any) -> bytes:

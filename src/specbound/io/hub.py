@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import config
-from ..errors import CheckpointError
+from ..errors import CheckpointError, Param
 
 #: Weight layouts in order of preference: (files that identify it, allow_patterns to fetch).
 WEIGHT_PATTERNS = (
@@ -163,9 +163,10 @@ def parse_revision_range(text: str) -> tuple[str, list[int]]:
     head, _, rest = text.partition(":")
     template = REVISION_SCHEMES.get(head, head)
     bad = CheckpointError(
-        f"--revisions '{text}' is not SCHEME:START:STOP[:STEP] or SCHEME:N1,N2,... with SCHEME "
+        Param("revisions", f"'{text}'"),
+        " is not SCHEME:START:STOP[:STEP] or SCHEME:N1,N2,... with SCHEME "
         f"one of {', '.join(REVISION_SCHEMES)} or a template holding {{N}} "
-        "(e.g. pythia:0:3000:1000)"
+        "(e.g. pythia:0:3000:1000)",
     )
     if "{N}" not in template or not rest:
         raise bad
@@ -200,8 +201,8 @@ def known_revisions(repo_id: str) -> set[str]:
         import huggingface_hub as hf
     except ImportError:
         raise CheckpointError(
-            "--revisions needs huggingface_hub; install the hub extra (pip install "
-            "'specbound[hub]')"
+            Param("revisions"),
+            " needs huggingface_hub; install the hub extra (pip install 'specbound[hub]')",
         ) from None
     found = cached_revisions(repo_id)
     if not config.hf_hub_offline():

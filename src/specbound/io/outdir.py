@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError
 from .files import atomic_file, dumps_json
 
 #: The file in every output directory listing what specbound wrote there.
@@ -67,7 +67,9 @@ def _err(what: str, path: Path, exc: OSError) -> SpecboundError:
         reason = "read-only file system"
     elif exc.errno == errno.ENAMETOOLONG:
         reason = "name too long"
-    return SpecboundError(f"cannot {what} {path}: {reason}; choose another --out directory")
+    return SpecboundError(
+        f"cannot {what} {path}: {reason}; choose another ", Param("out"), " directory"
+    )
 
 
 def _umask() -> int:
@@ -117,16 +119,19 @@ def _check_output_dir(given: Path) -> Path:
     if dest.is_symlink():
         if not dest.exists():
             raise SpecboundError(
-                f"--out {given} is a dangling symlink; remove it or choose another directory"
+                Param("out", str(given)),
+                " is a dangling symlink; remove it or choose another directory",
             )
         dest = dest.resolve()
     if dest.exists() and not dest.is_dir():
-        raise SpecboundError(f"--out {given} exists and is not a directory; choose another path")
+        raise SpecboundError(
+            Param("out", str(given)), " exists and is not a directory; choose another path"
+        )
     for parent in dest.parents:
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
                 raise SpecboundError(
-                    f"--out {given}: {parent} is not a directory; choose another path"
+                    Param("out", str(given)), f": {parent} is not a directory; choose another path"
                 )
             break
     if not dest.is_dir():
@@ -140,14 +145,16 @@ def _check_output_dir(given: Path) -> Path:
     manifest = _read_manifest(dest)
     if manifest is None:
         raise SpecboundError(
-            f"--out {given} is not empty and was not written by specbound (no {MANIFEST}); "
-            "choose a new or empty directory: specbound never overwrites files it did not write"
+            Param("out", str(given)),
+            f" is not empty and was not written by specbound (no {MANIFEST}); "
+            "choose a new or empty directory: specbound never overwrites files it did not write",
         )
     kind = manifest.get("kind")
     if kind is not None or (dest / "zoo.json").exists():
         raise SpecboundError(
-            f"--out {given} is a {kind or 'zoo'} folder (written by 'specbound zoo train'), not "
-            "a results folder; choose another directory: its models are never overwritten"
+            Param("out", str(given)),
+            f" is a {kind or 'zoo'} folder (written by 'specbound zoo train'), not "
+            "a results folder; choose another directory: its models are never overwritten",
         )
     files, dirs = _tree(dest)
     known_files = set(manifest["files"]) | {MANIFEST}
@@ -155,8 +162,9 @@ def _check_output_dir(given: Path) -> Path:
     foreign = [f for f in files if f not in known_files] + [d for d in dirs if d not in known_dirs]
     if foreign:
         raise SpecboundError(
-            f"--out {given} holds '{foreign[0]}', which specbound did not write; move it away "
-            "or choose another directory"
+            Param("out", str(given)),
+            f" holds '{foreign[0]}', which specbound did not write; move it away "
+            "or choose another directory",
         )
     return dest
 

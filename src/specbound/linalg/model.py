@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError
 from .spectra import Spectra
 
 if TYPE_CHECKING:
@@ -29,7 +29,9 @@ def check_device(device: object) -> None:
     if device is None or device == "numpy":
         return
     if not isinstance(device, str):
-        raise SpecboundError(f"device must be a string (numpy, cpu, cuda), got {device!r}")
+        raise SpecboundError(
+            Param("device"), f" must be a string (numpy, cpu, cuda), got {device!r}"
+        )
     from .torch_backend import resolve_device
 
     resolve_device(device)

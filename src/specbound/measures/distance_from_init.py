@@ -20,5 +20,5 @@ MEASURE = Measure(
     "sum over weight matrices of ||W - W0||_F^2 from the initialization (needs an init checkpoint)",
     compute,
     needs_init=True,
-    needs_weights=False,  # ||W - W0||_F^2 comes from the tensors (analysis.compute_distance)
+    needs_weights=False,  # ||W - W0||_F^2 comes from the tensors (linalg.model.compute_distance)
 )

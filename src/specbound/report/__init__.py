@@ -21,8 +21,6 @@ _EXPORTS = {
     "table_html": "html",
     "LABELS": "html",
     "UNDEFINED": "html",
-    "_esc": "html",
-    "_fmt": "html",
     "answer_html": "pages.analysis",
     "analysis_sections": "pages.analysis",
     "measures_table": "pages.analysis",
@@ -38,7 +36,7 @@ _EXPORTS = {
     "GROWTH_FIRST": "pages.scale",
 }
 
-__all__ = sorted(n for n in _EXPORTS if not n.startswith("_"))
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -398,7 +398,5 @@ def page(
     )
 
 
-# old names (report.py): kept so existing imports keep working
+# the old name of ``table`` (report.py), public
 table_html = table
-_esc = escape
-_fmt = fmt

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError
 
 #: The kinds a user may choose (``auto`` picks one of the other two).
 GAP_KINDS = ("accuracy", "loss")
@@ -88,7 +88,9 @@ def normalize_kind(kind: str | None, name: str = "gap") -> str:
         return "auto"
     k = _ALIASES.get(str(kind).strip().lower()) if isinstance(kind, str) else None
     if k is None:
-        raise SpecboundError(f"{name} must be one of auto, accuracy (acc) or loss, got {kind!r}")
+        raise SpecboundError(
+            Param(name), f" must be one of auto, accuracy (acc) or loss, got {kind!r}"
+        )
     return k
 
 
@@ -117,20 +119,20 @@ def resolve_gap(columns: Any, kind: str | None = "auto", *, strict: bool = True)
     a, b = ("train_acc", "test_acc") if k == "accuracy" else ("test_loss", "train_loss")
     missing = sorted(c for c in (a, b) if c not in names)
     raise SpecboundError(
-        f"--gap {k} needs columns {a} and {b}; the table lacks {', '.join(missing)}"
+        Param("gap", k), f" needs columns {a} and {b}; the table lacks {', '.join(missing)}"
     )
 
 
 def gap_values(table: Any, kind: str = "accuracy") -> np.ndarray:
     """g = train_acc - test_acc (``accuracy``) or test_loss - train_loss (``loss``)."""
-    k = normalize_kind(kind, "--gap")
+    k = normalize_kind(kind, "gap")
     if k == "auto":
-        raise SpecboundError("--gap must be one of accuracy, loss, got 'auto'")
+        raise SpecboundError(Param("gap"), " must be one of accuracy, loss, got 'auto'")
     a, b = ("train_acc", "test_acc") if k == "accuracy" else ("test_loss", "train_loss")
     missing = [c for c in (a, b) if c not in table.columns]
     if missing:
         raise SpecboundError(
-            f"--gap {k} needs columns {a} and {b}; the manifest lacks {', '.join(missing)}"
+            Param("gap", k), f" needs columns {a} and {b}; the manifest lacks {', '.join(missing)}"
         )
     pair = ("train_acc", "test_acc") if k == "accuracy" else ("train_loss", "test_loss")
     return Gap(k, *pair).values(table)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ...errors import Param
 from ..base import EngineOptionError, JobError, Progress, Resources, SpectraFn
 from .runtime import (
     DeferredSigterm,
@@ -75,7 +76,8 @@ class RayOptions:
 
         if self.address is not None and (not isinstance(self.address, str) or not self.address):
             raise EngineOptionError(
-                f"address must be a non-empty string (host:port), got {self.address!r}",
+                Param("address"),
+                f" must be a non-empty string (host:port), got {self.address!r}",
                 engine="ray",
                 option="address",
             )

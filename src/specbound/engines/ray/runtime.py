@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...errors import SpecboundError
-from ..base import JobError, call_job, one_line
+from ...errors import Param, SpecboundError, one_line_reason
+from ..base import JobError, call_job
 
 
 def require_ray() -> Any:
@@ -107,8 +107,9 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         where = f"the Ray cluster at {address}" if address else "a local Ray runtime"
         raise SpecboundError(
-            f"cannot connect to {where} ({first}); check the Ray address (--ray-address / "
-            "RAY_ADDRESS), or give none to start a local runtime"
+            f"cannot connect to {where} ({first}); check the Ray address (",
+            Param("address"),
+            " / RAY_ADDRESS), or give none to start a local runtime",
         ) from None
     return ray
 
@@ -126,8 +127,10 @@ def probe(address: str, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise SpecboundError(
             f"no Ray cluster answers at {address} ({exc.strerror or type(exc).__name__}); check "
-            "the Ray address (--ray-address / RAY_ADDRESS: the head's GCS address, e.g. "
-            "10.0.0.5:6379), or give none to start a local runtime"
+            "the Ray address (",
+            Param("address"),
+            " / RAY_ADDRESS: the head's GCS address, e.g. 10.0.0.5:6379), or give none to start "
+            "a local runtime",
         ) from None
 
 
@@ -156,7 +159,7 @@ def reason(exc: BaseException, ray: Any, retries: int) -> JobError:
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = getattr(exc, "cause", None)
         if cause is not None and not isinstance(cause, ray.exceptions.RayError):
-            return JobError(one_line(cause), input_error=isinstance(cause, SpecboundError))
+            return JobError(one_line_reason(cause), input_error=isinstance(cause, SpecboundError))
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return JobError(
         f"the worker failed {retries + 1} times ({type(exc).__name__}: {first}); "

@@ -68,10 +68,10 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     ``WORST_K`` matrices with an ``ok`` fit (a short_tail or poor fit is not an outlier
     finding) outside WeightWatcher's 2..6 range, farthest first; when no ok fit lies outside,
     the ``WORST_K`` largest alphas), ``none``."""
-    from ...errors import SpecboundError
+    from ...errors import Param, SpecboundError
 
     if esd not in ESD_CHOICES:
-        raise SpecboundError(f"esd must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
+        raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     if esd == "none":
         return []
     fits = htsr_fits(a)

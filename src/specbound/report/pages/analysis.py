@@ -280,9 +280,9 @@ def write_analysis_report(
     from ..figures.style import require_matplotlib, writing_formats
 
     if esd not in ESD_CHOICES:
-        from ...errors import SpecboundError
+        from ...errors import Param, SpecboundError
 
-        raise SpecboundError(f"esd must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
+        raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     formats = check_formats(figure_formats)
     require_matplotlib()
     out_dir = Path(out_dir)

@@ -63,7 +63,7 @@ def load_track(path: str | Path) -> pd.DataFrame:
 def _gap(df: pd.DataFrame, kind: str) -> Any:
     from ...studies.gap import normalize_kind
 
-    normalize_kind(kind, "--gap")
+    normalize_kind(kind, "gap")
     return resolve_gap(df.columns, kind, strict=False)
 
 

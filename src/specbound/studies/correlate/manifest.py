@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +96,8 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
         if not manifest.is_file():
             raise ManifestError(
                 f"{p} is a directory without zoo.csv; pass the zoo directory "
-                "written by 'specbound zoo train' or --manifest FILE.csv"
+                "written by 'specbound zoo train' or ",
+                Param("manifest", "FILE.csv"),
             )
         meta_file = p / "zoo.json"
         if meta_file.is_file():
@@ -168,7 +169,8 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
         ):
             raise ManifestError(
                 f"zoo.json beside {manifest}: 'axes' must be a list of column "
-                f"names, got {listed!r}; fix it or pass --axes"
+                f"names, got {listed!r}; fix it or pass ",
+                Param("axes"),
             )
         candidates = [str(a) for a in listed] if isinstance(listed, list) else list(table.columns)
         skip = {"seed"} if isinstance(listed, list) else NOT_DEFAULT_AXES  # seeds: replicates
@@ -187,7 +189,7 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
             f"(columns: {', '.join(table.columns)})"
         )
     if len(set(chosen)) != len(chosen):
-        raise ManifestError(f"--axes names an axis twice: {','.join(chosen)}")
+        raise ManifestError(Param("axes"), f" names an axis twice: {','.join(chosen)}")
     task = meta.get("task")
     grid = meta.get("grid")
     if not (isinstance(grid, dict) and all(isinstance(v, list) and v for v in grid.values())):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,7 +168,9 @@ def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | No
         g = Path(grid)
         g = g / "zoo.json" if g.is_dir() else g
         if not g.is_file():
-            raise SpecboundError(f"--grid {grid}: no zoo.json there; pass a zoo directory")
+            raise SpecboundError(
+                Param("grid", str(grid)), ": no zoo.json there; pass a zoo directory"
+            )
         return g
     if manifest:
         m = Path(str(manifest))

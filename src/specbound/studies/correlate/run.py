@@ -325,7 +325,7 @@ def correlate(
         data_cols = data_names()
     M.validate_manifest(z, [*output_columns(), *data_cols], models_csv_marks=names)
     table = z.table.copy()
-    kind = normalize_kind(gap, "--gap")
+    kind = normalize_kind(gap, "gap")
     if kind == "auto":
         kind = default_kind(table.columns)
     assert kind in GAP_KINDS

@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
+from ...validation import check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
 
@@ -139,6 +139,15 @@ def _number(v: Any) -> Any:
     return v
 
 
+def _is_finite_number(v: Any) -> bool:
+    """A finite int or float (numpy ones too), not a bool: ``validation.check_real``."""
+    try:
+        check_real(v, "value")
+    except SpecboundError:
+        return False
+    return True
+
+
 def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
     if not isinstance(values, list):
         values = [values]
@@ -146,7 +155,7 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
         raise SpecboundError(f"{where}: axis '{name}' has no values; give at least one")
     out: list[Any] = []
     for v in map(_number, values):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not _is_finite_number(v):
             raise SpecboundError(f"{where}: axis '{name}' value {v!r} is not a finite number")
         if name in INT_AXES:
             if float(v) != int(v):
@@ -206,15 +215,14 @@ def plan(
             axes[k] = v
         max_steps = grid.get("max_steps", max_steps)
         target = _number(grid.get("target_loss", target))
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise SpecboundError(f"{grid_source}: max_steps must be a positive integer")
-    if (
-        isinstance(target, bool)
-        or not isinstance(target, (int, float))
-        or not math.isfinite(target)
-        or not target > 0
-    ):
-        raise SpecboundError(f"{grid_source}: target_loss must be a positive number")
+    try:
+        max_steps = check_int(max_steps, "max_steps", min=1)
+    except SpecboundError:
+        raise SpecboundError(f"{grid_source}: max_steps must be a positive integer") from None
+    try:
+        target = check_real(target, "target_loss", min=0, include_min=False)
+    except SpecboundError:
+        raise SpecboundError(f"{grid_source}: target_loss must be a positive number") from None
     checked = {a: _check_axis(task, a, axes[a], grid_source) for a in task.axes}
     p = ZooPlan(task, checked, int(max_steps), float(target), preset)
     names = [model_name(q) for q in p.points()]
@@ -236,8 +244,10 @@ def max_threads() -> int:
 def check_threads(threads: Any) -> int:
     """``threads`` if it is an integer in 1..max_threads(), else one-line SpecboundError."""
     hi = max_threads()
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= hi:
+    try:
+        return check_int(threads, "threads", min=1, max=hi)
+    except SpecboundError:
         raise SpecboundError(
-            f"--threads {threads!r}: expected an integer in 1..{hi} (4 x the {hi // 4} CPUs here)"
-        )
-    return threads
+            Param("threads", repr(threads)),
+            f": expected an integer in 1..{hi} (4 x the {hi // 4} CPUs here)",
+        ) from None

@@ -31,7 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
+from ...validation import check_int
 from . import zoodir
 from .plan import (
     GRID_KEYS,
@@ -67,14 +68,17 @@ def check_ensemble(ensemble: Any) -> int | str:
         return "auto"
     if isinstance(ensemble, str) and ensemble.strip().isdigit():
         ensemble = int(ensemble)
-    if isinstance(ensemble, bool) or not isinstance(ensemble, int) or ensemble < 1:
-        raise SpecboundError(f"--ensemble {ensemble!r}: expected 'auto' or an integer >= 1")
-    return ensemble
+    try:
+        return check_int(ensemble, "ensemble", min=1)
+    except SpecboundError:
+        raise SpecboundError(
+            Param("ensemble", repr(ensemble)), ": expected 'auto' or an integer >= 1"
+        ) from None
 
 
 def _check_device(device: Any) -> str:
     if not isinstance(device, str) or (device != "cpu" and not device.startswith("cuda")):
-        raise SpecboundError(f"--device {device}: expected cpu or cuda")
+        raise SpecboundError(Param("device", str(device)), ": expected cpu or cuda")
     return device
 
 
@@ -134,8 +138,12 @@ def train_zoo(
     if eng is not None and eng.distributed:
         if workers is not None and n_workers > 1:
             raise SpecboundError(
-                f"--workers {workers}: for the local engine only; with --engine {eng.name} "
-                "the engine places the jobs (leave --workers out)"
+                Param("workers", str(workers)),
+                ": for the local engine only; with ",
+                Param("engine", eng.name),
+                " the engine places the jobs (leave ",
+                Param("workers"),
+                " out)",
             )
     elif n_workers > 1:
         eng = ProcessPool(n_workers)
@@ -143,7 +151,11 @@ def train_zoo(
         import torch  # after the argument checks: bad input fails fast
 
         if not torch.cuda.is_available():
-            raise SpecboundError(f"--device {device}: CUDA is not available here; use --device cpu")
+            raise SpecboundError(
+                Param("device", device),
+                ": CUDA is not available here; use ",
+                Param("device", "cpu"),
+            )
     out = Path(out)
     zoodir.check_zoo(out, p)
     if isinstance(eng, ProcessPool):  # its processes start while this one imports torch

@@ -50,7 +50,7 @@ def default_workers(device: str = "cpu", threads: int = 1) -> int:
 
 def check_workers(workers: Any) -> int:
     """``workers`` as an int in 1..``max_threads()`` (4 x the CPUs), else a one-line error."""
-    return check_int(workers, "--workers", min=1, max=max_threads())
+    return check_int(workers, "workers", min=1, max=max_threads())
 
 
 def remove_temps(models: Path) -> None:
@@ -118,18 +118,18 @@ class ProcessPool:
         import threading
         from collections import deque
 
-        from ...engines.base import JobError, one_line
-        from ...errors import SpecboundError
+        from ...engines.base import JobError
+        from ...errors import SpecboundError, one_line_reason
 
         def outcome(call: Callable[[], Any]) -> Any:
             try:
                 return call()
             except SpecboundError as exc:
-                return JobError(one_line(exc), input_error=True)
+                return JobError(one_line_reason(exc), input_error=True)
             except MemoryError:
                 raise
             except Exception as exc:  # a bug in the job, or a worker that died
-                return JobError(one_line(exc), input_error=False)
+                return JobError(one_line_reason(exc), input_error=False)
 
         queue = deque(jobs)
         total = len(queue)

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
 from ...io.files import dumps_json
 from .plan import ZooPlan
 
@@ -108,7 +108,8 @@ def os_error(path: Path, exc: OSError) -> SpecboundError:
     where = exc.filename or path
     return SpecboundError(
         f"cannot write the zoo {path} ({where}: {reason}); free space, fix permissions "
-        "or choose another --out"
+        "or choose another ",
+        Param("out"),
     )
 
 
@@ -163,7 +164,9 @@ def _write_manifest(out: Path, sha: dict[str, str]) -> None:
 def check_zoo(out: Path, plan_: ZooPlan) -> bool:
     """Refuse an ``--out`` specbound may not write (module doc); True when it is a new zoo."""
     if out.exists() and not out.is_dir():
-        raise SpecboundError(f"--out {out} exists and is not a directory; choose another path")
+        raise SpecboundError(
+            Param("out", str(out)), " exists and is not a directory; choose another path"
+        )
     if not out.is_dir():
         return True
     try:
@@ -175,15 +178,17 @@ def check_zoo(out: Path, plan_: ZooPlan) -> bool:
     man = _read_manifest(out)
     if man is None:
         raise SpecboundError(
-            f"--out {out} is not empty and is not a zoo written by specbound (no valid {MANIFEST})"
-            "; choose a new or empty directory: specbound never overwrites files it did not write"
+            Param("out", str(out)),
+            f" is not empty and is not a zoo written by specbound (no valid {MANIFEST})"
+            "; choose a new or empty directory: specbound never overwrites files it did not write",
         )
     for name in ("zoo.json", "zoo.csv"):
         have = _file_sha(out / name)
         if have is not None and have != man["sha256"].get(name):
             raise SpecboundError(
                 f"{out / name} was changed since specbound wrote it; move it away "
-                "(specbound never overwrites files it did not write) or choose another --out"
+                "(specbound never overwrites files it did not write) or choose another ",
+                Param("out"),
             )
     meta_path = out / "zoo.json"
     if not meta_path.is_file():
@@ -192,7 +197,8 @@ def check_zoo(out: Path, plan_: ZooPlan) -> bool:
     if old.get("task") != plan_.task.name:
         raise SpecboundError(
             f"{out} holds a zoo of task '{old.get('task')}', not '{plan_.task.name}'; "
-            "choose another --out"
+            "choose another ",
+            Param("out"),
         )
     new = plan_.record()
     for key in ("preset", "grid", "max_steps", "target_loss"):
@@ -200,7 +206,8 @@ def check_zoo(out: Path, plan_: ZooPlan) -> bool:
             raise SpecboundError(
                 f"{out} was trained with {key} {json.dumps(old.get(key))}, this run asks "
                 f"{json.dumps(new[key])}; a zoo holds one plan: re-run with the same preset, grid "
-                "and stopping rule, or train into a new --out"
+                "and stopping rule, or train into a new ",
+                Param("out"),
             )
     return False
 
@@ -220,7 +227,8 @@ def lock(out: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             raise SpecboundError(
-                f"another 'zoo train' is writing to {out}; wait for it or choose another --out"
+                f"another 'zoo train' is writing to {out}; wait for it or choose another ",
+                Param("out"),
             ) from exc
         yield
     finally:
