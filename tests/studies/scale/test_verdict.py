@@ -245,7 +245,7 @@ def test_slower_growth_is_the_ceilings_growth() -> None:
 
 
 def test_negative_measure_gets_no_exponent_wording_and_no_fit_is_explained() -> None:
-    from specbound.studies.scale.verdict import exponent_allowed, measure_notes
+    from specbound.studies.scale.notes import exponent_allowed, measure_notes
 
     s = _study()
     assert not exponent_allowed(s.models, "log_spectral_product")
@@ -260,7 +260,7 @@ def test_negative_measure_gets_no_exponent_wording_and_no_fit_is_explained() -> 
 
 
 def test_dominance_in_every_model_is_said() -> None:
-    from specbound.studies.scale.verdict import dominance_note
+    from specbound.studies.scale.notes import dominance_note
 
     s = _study()
     assert dominance_note(s.models) is None  # norm_based is larger here

@@ -71,6 +71,7 @@ def share_text(share: float) -> str:
 
 def study_answer_html(study: Study) -> str:
     """The opening: the verdict sentences (answer first), the caveat, then the ranges."""
+    from ...studies.scale import notes as N
     from ...studies.scale import verdict as V
 
     m, g = study.models, study.growth
@@ -93,7 +94,7 @@ def study_answer_html(study: Study) -> str:
             first = False
     if len(m):
         low = V.low_df_note(g) if not g.empty else None
-        for line in (V.ceiling_count(m), V.dominance_note(m), low, *V.measure_notes(m, g)):
+        for line in (N.ceiling_count(m), N.dominance_note(m), low, *N.measure_notes(m, g)):
             if line:
                 lines.append(f"<p>{escape(line)}</p>")
     if study.growth.empty:

@@ -30,6 +30,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .notes import ceiling_count, dominance_note, measure_notes
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -325,8 +327,6 @@ def growth_verdict(
 
 # --- the study's answer beyond the two proxies -------------------------------------------------
 
-#: A model "sits at the rank ceiling" when log10 B_ceiling - log10 B < this (SPEC 10).
-AT_CEILING = 1e-3
 CEILING = "log10_spectrum_adaptive_ceiling"
 
 
@@ -373,83 +373,6 @@ def ceiling_verdict(models: pd.DataFrame, growth: pd.DataFrame, axis: str) -> st
         f"beyond {_k_text(kk)} combined standard errors): the trained spectra, not only the "
         "ranks, shape its growth."
     )
-
-
-def ceiling_count(models: pd.DataFrame) -> str | None:
-    """How many models sit at the rank ceiling (gap < AT_CEILING: every matrix at p* = 0)."""
-    col = "spectrum_adaptive_ceiling_gap"
-    if col not in models.columns or models.empty:
-        return None
-    import numpy as np
-    import pandas as pd
-
-    gap = pd.to_numeric(models[col], errors="coerce").to_numpy(dtype=float)
-    undefined = int((~np.isfinite(gap)).sum())
-    if undefined == gap.size:
-        return "The rank-ceiling gap is undefined for every model (its proxy is beyond float64)."
-    n_at, n = int((gap < AT_CEILING).sum()), int(gap.size)
-    if n_at == 0:
-        return f"No model sits at the rank ceiling (smallest gap {np.nanmin(gap):.3g} in log10)" + (
-            f"; the gap is undefined for {undefined} of {n} models (beyond float64)."
-            if undefined
-            else "."
-        )
-    who = (
-        f"All {n} models sit"
-        if n_at == n
-        else f"{n_at} of {n} model{'s sit' if n_at > 1 else ' sits'}"
-    )
-    return (
-        f"{who} at the rank ceiling (log10 gap < {AT_CEILING:g}, every matrix at p* = 0): "
-        "there the proxy is a rank count, the same for any full-rank checkpoint of that shape."
-    )
-
-
-def exponent_allowed(models: pd.DataFrame, name: str) -> bool:
-    """Whether the fitted slopes of measure ``name`` may be called growth exponents: not
-    when its column holds negative values (a log such as log_spectral_product that is below 0:
-    a slope of a signed log, not a power of a positive growing quantity)."""
-    if name not in models.columns:
-        return False
-    y = models[name].to_numpy(dtype=float)
-    return bool(y.size) and not (y[~(y != y)] < 0).any()
-
-
-def measure_notes(models: pd.DataFrame, growth: pd.DataFrame) -> list[str]:
-    """One sentence per measure that has no growth fit (and why) or whose slopes are not
-    exponents (negative values), in models.csv order."""
-    from .fit import measure_columns, no_fit_reason
-
-    name_col = "measure" if "measure" in growth.columns else "proxy"
-    fitted = set(growth[name_col]) if not growth.empty else set()
-    notes = []
-    for name in measure_columns():
-        if name not in models.columns:
-            continue
-        if name not in fitted:
-            why = no_fit_reason(models, name) or "fewer than two values of N or L at a fixed other"
-            notes.append(f"{name} has no growth fit: {why}.")
-        elif not exponent_allowed(models, name):
-            n_neg = int((models[name].to_numpy(dtype=float) < 0).sum())
-            notes.append(
-                f"{name} is negative on {n_neg} of {len(models)} models: its fitted slopes are "
-                "changes of that value per decade of N or per layer, not growth exponents."
-            )
-    return notes
-
-
-def dominance_note(models: pd.DataFrame) -> str | None:
-    """Says so when the spectrum-adaptive proxy exceeds the norm-based one in every model."""
-    if not {"spectrum_adaptive", "norm_based"} <= set(models.columns) or models.empty:
-        return None
-    sa = models["spectrum_adaptive"].to_numpy(dtype=float)
-    nb = models["norm_based"].to_numpy(dtype=float)
-    if (sa > nb).all():
-        return (
-            f"The spectrum-adaptive proxy exceeds the norm-based one in every model "
-            f"({sa.size} of {sa.size}): on these models it is the larger (looser) of the two."
-        )
-    return None
 
 
 def study_verdict(study: Any) -> list[str]:
