@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .errors import SpecboundError
     from .inspection import describe
     from .measures.bounds import Bounds, BoundValue
-    from .studies.correlate.run import Correlation, correlate
+    from .studies.correlate.result import Correlation
+    from .studies.correlate.run import correlate
     from .studies.scale.run import Study, scale
     from .track.live import data_measures
 
@@ -53,7 +54,7 @@ _LAZY = {
     "scale": "studies.scale.run",
     "Study": "studies.scale.run",
     "correlate": "studies.correlate.run",
-    "Correlation": "studies.correlate.run",
+    "Correlation": "studies.correlate.result",
 }
 
 

@@ -107,7 +107,7 @@ def correlate(
     """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
     from ..io import check_output_dir
     from ..report.figures.style import require_matplotlib
-    from ..report.pages.correlate import write_correlation
+    from ..report.pages.correlate import correlation_page
     from ..studies.correlate import correlate as run_correlate
     from ..studies.correlate import pool as P
 
@@ -133,11 +133,16 @@ def correlate(
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
-        from ..studies.zoo.plan import max_threads
+        from ..errors import SpecboundError
+        from ..studies.correlate.data import check_workers, max_workers
 
-        hi = max_threads()
-        if not 1 <= data_workers <= hi:
-            fail(f"--data-workers {data_workers}: expected an integer in 1..{hi} (4 x the CPUs)")
+        try:
+            check_workers(data_workers)
+        except SpecboundError:
+            fail(
+                f"--data-workers {data_workers}: expected an integer in 1..{max_workers()} "
+                "(4 x the CPUs)"
+            )
     elif data_measures:
         from ..studies.correlate.data import default_workers
 
@@ -177,27 +182,10 @@ def correlate(
     else:
         result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
         lost = list(result.data_failed)
-    write_correlation(result, out, figure_formats=formats)
+    result.to_dir(out, extra=correlation_page(result, out, figure_formats=formats))
     clear_sweep_state(eng, out, result.skipped.empty)
     if as_json:
-        print_json(
-            {
-                "out": str(out),
-                "n_models": len(result.models),
-                "gap": result.gap,
-                "axes": list(result.axes),
-                "protocol": 3,
-                "bootstrap": result.bootstrap,
-                "primary_bootstrap": result.primary_bootstrap,
-                "primary_statistic": result.primary_statistic,
-                "missing": len(result.missing),
-                "missing_configurations": list(result.missing),
-                "correlation": result.correlation,
-                "primary": result.primary,
-                "differences": result.differences,
-                "skipped": result.skipped,
-            }
-        )
+        print_json(result.cli_summary(out))
     elif not quiet:
         from ..report.terminal_correlate import print_correlation
 

@@ -80,9 +80,9 @@ def reproduce(
         quiet,
         device=device,
         cache=not no_cache,
+        title=f"BERT Miniatures scaling study ({len(present)} of 24 checkpoints)",
+        missing=missing,
     )
-    study.missing = missing
-    study.title = f"BERT Miniatures scaling study ({len(present)} of 24 checkpoints)"
 
     from ..report.pages.scale import detail_model, write_study
 

@@ -3,6 +3,7 @@
     eng = get_engine("local")                                  # default options
     eng = get_engine("ray", RayOptions(address="auto", threads=2))
     eng = get_engine(name, options_for(name, address=address))  # from CLI-style settings
+    eng = resolve(engine, options)  # a study's ``engine=`` argument: a name or an Engine
 
 ``local`` (the default) runs in this process and imports nothing beyond specbound's own
 dependencies; ``ray`` needs the ``ray`` extra (``pip install 'specbound[ray]'``) and imports
@@ -37,6 +38,7 @@ __all__ = [
     "get_engine",
     "options_class",
     "options_for",
+    "resolve",
 ]
 
 
@@ -106,6 +108,28 @@ def get_engine(name: str, options: Any = None) -> Engine:
             option="options",
         )
     return cls(options)
+
+
+def resolve(
+    engine: str | Engine | None, options: Any = None, *, default: str | None = "local"
+) -> Engine:
+    """The engine a study runs on, from its ``engine`` and ``engine_options`` arguments.
+
+    A name: ``get_engine(engine, options)``. An ``Engine`` object: itself, and ``options`` must
+    be None (SpecboundError: options go with a name). None: the engine named ``default``
+    (``"local"``); with ``default=None``, None is refused (SpecboundError).
+    """
+    if engine is None:
+        if default is None:
+            raise SpecboundError(
+                f"engine must be an engine name ({', '.join(ENGINES)}) or an Engine, got None"
+            )
+        engine = default
+    if isinstance(engine, str):
+        return get_engine(engine, options)
+    if options is not None:
+        raise SpecboundError("engine_options is for an engine given by name; drop it")
+    return engine
 
 
 def __getattr__(attr: str) -> Any:  # RayOptions without importing the Ray engine up front

@@ -14,7 +14,7 @@ import numpy as np
 from .style import SMALL, WIDTH, Figure, plottable, require_matplotlib, save, styled
 
 if TYPE_CHECKING:
-    from ...studies.correlate.run import Correlation
+    from ...studies.correlate.result import Correlation
 
 #: A measure forms stripes when architecture cells explain at least this share of its variance.
 STRIPES = 0.9

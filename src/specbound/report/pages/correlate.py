@@ -1,4 +1,8 @@
-"""The report page of ``specbound correlate`` (SPEC 10, protocol v3), and the output folder.
+"""The report page of ``specbound correlate`` (SPEC 10, protocol v3): figures/ and report.html.
+
+The tables and correlate.json are the result's own (``Correlation.to_dir``); this page is added
+to the same atomic write through ``extra``: ``result.to_dir(out, extra=correlation_page(result,
+out))``.
 
 Protocol v3: right after the lead, the primary contrasts P1-P3 (differences.csv, family
 primary) with delta, interval, p, p_holm, verdict and evidence, and the grid's configurations
@@ -15,25 +19,34 @@ measure and metric names) goes through ``html.escape``.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...naming import display_names
+from ...studies.correlate.rules import BASELINES
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
 from ..html import escape, figure_html, files_html, interval, page, table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...studies.correlate.run import Correlation
+    from ...studies.correlate.result import Correlation
     from ..figures.style import Figure
 
-__all__ = ["answer_html", "color_axis", "lead_clause", "report_html", "write_correlation"]
+__all__ = [
+    "answer_html",
+    "color_axis",
+    "correlation_page",
+    "lead_clause",
+    "report_html",
+    "write_correlation",
+    "write_page",
+]
 
 OWN = "spectrum_adaptive"
-BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
 #: Model labels longer than this become m1, m2, ... with a legend.
 LABEL_WIDTH = 28
 #: Columns that repeat a path per model (the init checkpoint): shown in models.csv only.
@@ -380,6 +393,44 @@ def sibling_pages(out: Path) -> list[tuple[str, str]]:
     return pages
 
 
+def write_page(
+    result: Correlation,
+    folder: str | Path,
+    *,
+    figures: bool = True,
+    siblings: Sequence[tuple[str, str]] = (),
+    figure_formats: str | Sequence[str] | None = None,
+) -> None:
+    """Write figures/ (unless ``figures`` is False; each in ``figure_formats``, SVG by default)
+    and report.html into ``folder`` (the result's folder being written; the page links to the
+    files beside it and ``siblings``)."""
+    from ..figures.style import writing_formats
+
+    folder = Path(folder)
+    with writing_formats(figure_formats):
+        figs = correlation_figures(result, folder / "figures") if figures else []
+    (folder / "report.html").write_text(
+        report_html(result, figs, folder, siblings), encoding="utf-8"
+    )
+
+
+def correlation_page(
+    result: Correlation,
+    out: str | Path,
+    figures: bool = True,
+    siblings: Sequence[tuple[str, str]] = (),
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Callable[[Path], None]:
+    """The ``extra`` of ``result.to_dir(out, extra=...)`` that adds the report page: figures/
+    and report.html, linking to the correlate folders beside ``out`` (``sibling_pages``, found
+    now, before the write) unless ``siblings`` are given."""
+    links = list(siblings) or sibling_pages(Path(out))
+    return functools.partial(
+        write_page, result, figures=figures, siblings=links, figure_formats=figure_formats
+    )
+
+
 def write_correlation(
     result: Correlation,
     out: str | Path,
@@ -388,18 +439,8 @@ def write_correlation(
     *,
     figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
-    """Write the tables (``studies.correlate.run.write_tables``), figures/ and report.html into
-    ``out`` through the shared atomic output directory (all or nothing); ``figure_formats``:
-    the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
-    from ...io import output_dir
-    from ...studies.correlate.run import write_tables
-    from ..figures.style import writing_formats
-
-    if not siblings:
-        siblings = sibling_pages(Path(out))
-    with writing_formats(figure_formats), output_dir(out) as tmp:
-        tmp = Path(tmp)
-        write_tables(result, tmp)
-        figs = correlation_figures(result, tmp / "figures") if figures else []
-        (tmp / "report.html").write_text(report_html(result, figs, tmp, siblings), encoding="utf-8")
-    return Path(out)
+    """Write the result's tables and correlate.json, figures/ and report.html into ``out`` in
+    one atomic write: ``result.to_dir(out, extra=correlation_page(result, out, ...))``;
+    ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
+    extra = correlation_page(result, out, figures, siblings, figure_formats=figure_formats)
+    return result.to_dir(out, extra=extra)

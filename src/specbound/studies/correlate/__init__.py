@@ -7,12 +7,14 @@
 - :mod:`.verdicts`: from statistics to verdicts (bootstrap p, Holm, BH, minimum evidence);
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
-- :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables), the output schema.
+- :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables);
+- :mod:`.result`: ``Correlation``, its JSON and its output folder, the output schema.
 """
 
 from ..gap import GAP_KINDS, gap_values
 from . import verdicts
 from .ceiling import CEILING_COLUMNS, CEILING_THRESHOLD, rank_ceiling
+from .jobs import Analyzer, missing_configurations, model_worker
 from .manifest import (
     METRIC_COLUMNS,
     NOT_DEFAULT_AXES,
@@ -26,18 +28,8 @@ from .manifest import (
     validate_manifest,
 )
 from .mutual_info import axis_subsets, cmi, cmi_draws, cmi_values
-from .run import (
-    SKIPPED_COLUMNS,
-    Analyzer,
-    Correlation,
-    add_bound_forms,
-    correlate,
-    measure_registry,
-    missing_configurations,
-    model_worker,
-    output_columns,
-    write_tables,
-)
+from .result import SKIPPED_COLUMNS, Correlation, write_tables
+from .run import add_bound_forms, correlate, measure_registry, output_columns
 from .stats import (
     MIN_SIGN_PAIRS,
     TOO_FEW_PAIRS,
@@ -64,8 +56,6 @@ from .table import (
     differences,
     verdict,
 )
-
-_parse_axes = parse_axes  # old private name
 
 __all__ = [
     "BASELINES",

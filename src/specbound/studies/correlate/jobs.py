@@ -44,7 +44,7 @@ def model_worker(analyzer: Analyzer | None, model: Any, name: str | None, kwargs
         raise SpecboundError(one_line_reason(exc)) from None
 
 
-def _values_of(out: Any) -> dict[str, float | None]:
+def values_of(out: Any) -> dict[str, float | None]:
     """Measures and rank-ceiling diagnostics of one job's result (an Analysis or a dict)."""
     if isinstance(out, dict):
         return dict(out)
@@ -85,7 +85,7 @@ def plan(
     return Plan(jobs, skipped, n_unconv)
 
 
-def _add_data_measures(
+def add_data_measures(
     zoo: M.Zoo,
     models: pd.DataFrame,
     row_of: Sequence[int],

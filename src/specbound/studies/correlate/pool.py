@@ -26,7 +26,7 @@ from ...errors import Param, SpecboundError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .run import Correlation
+    from .result import Correlation
 
 #: Files a correlate folder must hold to be re-evaluated.
 RESULT_FILES = ("correlate.json", "models.csv")
@@ -119,7 +119,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     else:
         zoo_json = _zoo_json(grid, meta.get("manifest"), p)
         if zoo_json is not None:
-            from .run import missing_configurations
+            from .jobs import missing_configurations
 
             try:
                 g = json.loads(zoo_json.read_text(encoding="utf-8")).get("grid")
@@ -193,7 +193,7 @@ def pool(
 
     from . import table as T
     from .ceiling import CEILING_COLUMNS, rank_ceiling
-    from .run import SKIPPED_COLUMNS, Correlation
+    from .result import SKIPPED_COLUMNS, Correlation
 
     if not parts:
         raise SpecboundError("pool needs at least one zoo")
@@ -277,26 +277,26 @@ def pool(
     skip = pd.concat(skipped, ignore_index=True) if skipped else pd.DataFrame()
     skip = skip.reindex(columns=list(SKIPPED_COLUMNS))
     return Correlation(
-        models,
-        tables.correlation,
-        skip,
-        list(first.axes),
-        measures,
-        first.gap,
-        first.manifest if len(parts) == 1 else " + ".join(q.source for q in parts),
-        first.task,
-        sum(q.n_listed for q in parts),
-        sum(q.n_unconverged for q in parts),
-        any(q.include_unconverged for q in parts),
-        bootstrap,
-        seed,
-        notes,
-        tables.differences,
-        rank_ceiling(models),
-        tables.n_configurations,
-        level,
-        missing,
-        tables.primary_statistic,
-        tables.primary_bootstrap,
+        models=models,
+        correlation=tables.correlation,
+        skipped=skip,
+        axes=list(first.axes),
+        measures=measures,
+        gap=first.gap,
+        manifest=first.manifest if len(parts) == 1 else " + ".join(q.source for q in parts),
+        task=first.task,
+        n_listed=sum(q.n_listed for q in parts),
+        n_unconverged=sum(q.n_unconverged for q in parts),
+        include_unconverged=any(q.include_unconverged for q in parts),
+        bootstrap=bootstrap,
+        seed=seed,
+        notes=notes,
+        differences=tables.differences,
+        rank_ceiling=rank_ceiling(models),
+        n_configurations=tables.n_configurations,
+        level=level,
+        missing=missing,
+        primary_statistic=tables.primary_statistic,
+        primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
     )

@@ -134,18 +134,6 @@ def _check_unique(models: Sequence[Any], names: Sequence[str] | None) -> None:
         seen[key] = label
 
 
-def _engine(engine: str | Engine, engine_options: Any) -> Engine:
-    """The engine ``scale`` runs on: ``get_engine(engine, engine_options)`` for a name."""
-    from ...engines import get_engine
-    from ...errors import SpecboundError
-
-    if isinstance(engine, str):
-        return get_engine(engine, engine_options)
-    if engine_options is not None:
-        raise SpecboundError("engine_options is for an engine given by name; drop it")
-    return engine
-
-
 def scale(
     models: Sequence[Any],
     *,
@@ -161,6 +149,8 @@ def scale(
     prefix: str | None = None,
     state_dir: str | os.PathLike[str] | None = None,
     on_resume: Callable[[str], None] | None = None,
+    title: str = "Scaling study",
+    missing: Sequence[str] = (),
 ) -> Study:
     """Analyze every model (cache reused) and fit the growth of every measure.
 
@@ -173,10 +163,12 @@ def scale(
     A model that cannot be analyzed (a ``SpecboundError``: bad checkpoint, config, ...) is
     skipped: ``on_skip(name, reason)`` is called and it is listed in ``Study.skipped``.
     ``on_model(done, n, name)`` as each model finishes. Raises SpecboundError only when no
-    model could be analyzed.
+    model could be analyzed. ``title`` (the report's heading) and ``missing`` (models the
+    study meant to have but could not find, e.g. absent checkpoints) are kept on the Study.
     """
     import pandas as pd
 
+    from ...engines import resolve
     from ...engines.sweep import analyze_models
     from ...errors import SpecboundError
     from ...linalg.model import check_device
@@ -189,7 +181,7 @@ def scale(
     grid_m = check_grid_m(grid_m)
     l_phi = None if l_phi is None else check_l_phi(l_phi)
     check_device(device)
-    eng = _engine(engine, engine_options)
+    eng = resolve(engine, engine_options, default=None)
     result = analyze_models(
         eng,
         models,
@@ -216,4 +208,11 @@ def scale(
     table = table.sort_values(["num_layers", "hidden_size", "model"], kind="stable")
     order = list(table.index)
     table = table.reset_index(drop=True)
-    return Study(table, growth_table(table), [analyses[i] for i in order], skipped=skipped)
+    return Study(
+        table,
+        growth_table(table),
+        [analyses[i] for i in order],
+        missing=list(missing),
+        title=title,
+        skipped=skipped,
+    )

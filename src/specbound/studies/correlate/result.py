@@ -1,0 +1,218 @@
+"""The result of a correlation study: ``Correlation``, its JSON and its output folder.
+
+``Correlation.summary()`` is correlate.json; ``Correlation.cli_summary(out)`` is what
+``specbound correlate --json`` prints; ``Correlation.to_dir(out, extra)`` writes the tables and
+correlate.json through ``io.output_dir`` (atomic, ownership-checked), ``extra(tmp)`` adding
+files (the report page) to the same write.
+
+Output schema (protocol v3; what ``Correlation.to_dir`` writes and the report and terminal
+render):
+
+``models.csv``: one row per analyzed model, columns in order
+    ``model``, the axes, the other manifest columns, ``gap``, ``converged``, the measures
+    (SPEC 9 names in registry order, then ``<m>_per_sqrt_n`` for the bound-type measures and
+    ``sample_size_only`` when ``train_size`` is known / varies), then
+    with ``data_measures`` SPEC 12's data measures (registry order; ``correlate.data``), then
+    ``spectrum_adaptive_share_p0`` and ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
+    diagnosis, SPEC 10; empty when the analysis does not provide them).
+``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
+    ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
+    psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then
+    ``tau_fixed_n, tau_fixed_n_low, tau_fixed_n_high, psi_fixed_n, psi_fixed_n_low,
+    psi_fixed_n_high, cmi, cmi_low, cmi_high, cmi_axes, sign_error``, per axis a ``sign_error_<a>,
+    sign_error_<a>_low, sign_error_<a>_high, sign_error_<a>_pairs``, then
+    ``sign_error_robust`` (empty when no axis has >= 10 pairs), ``sign_error_robust_axis``
+    (the axis, or the words ``too few pairs``), ``verdict`` (SPEC 10's words: "predicts the
+    gap (...)", "ranks the gap the wrong way (...)", "fails on axis a (...)" joined by "; ",
+    or "undetermined: ..." with the counts; "insufficient evidence: ..." with fewer than 8
+    configurations or 1000 draws; the grid's configurations without a usable model named
+    after it). ``cmi_axes``: the S attaining the minimum, axes
+    joined by "+", ``(none)`` for the empty set. Undefined numbers are empty cells.
+``differences.csv``: ``measure, versus, statistic, delta, low, high, family, contrast, B, p,
+    p_holm, q_bh, verdict, evidence``. First the primary rows (``family`` primary,
+    ``contrast`` P1/P2/P3: spectrum_adaptive - norm_based, spectrum_adaptive -
+    num_parameters, norm_based - num_parameters on ``tau_fixed_n`` when n takes >= 2 values,
+    else ``kendall_tau``; max(bootstrap, 10000) draws from the same seed), then the
+    exploratory ones: ``statistic`` each of ``kendall_tau, psi, tau_fixed_n, psi_fixed_n``;
+    ``versus`` each of ``sample_size_only``, ``num_parameters``, ``num_parameters_per_sqrt_n``
+    present and the best other measure by that statistic (once). delta = point(measure) -
+    point(versus), [low, high] the paired bootstrap interval, ``B`` the draws where the
+    difference is defined, ``p`` its bootstrap p-value, ``p_holm`` (primary rows: Holm over
+    them) or ``q_bh`` (exploratory rows: Benjamini-Hochberg over them), ``verdict`` one of
+    ``verdicts.VERDICTS`` and ``evidence`` the counts beside it (``table.with_verdicts``).
+``skipped.csv``: ``model, reason``.
+``correlate.json``: ``protocol`` (3), ``manifest, task, gap, axes, measures, n_listed,
+    n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
+    bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
+    interval_statistics``, ``rank_ceiling`` (object: ``threshold, n_models, n_at_ceiling,
+    median_ceiling_gap, cells, n_cells, r2_spectrum_adaptive, r2_norm_based, statement``),
+    ``primary_statistic, primary_bootstrap, primary_contrasts, alpha, min_configurations,
+    min_bootstrap_verdict, missing`` (the number of the grid's configurations without a usable
+    model: missing, skipped or unconverged; 0 without a zoo.json grid),
+    ``missing_configurations`` (their names, ``axis=value`` joined by spaces) and
+    ``notes`` (one line each: defaults taken, statistics left undefined and why).
+
+Labels (axis names and values, measure names) are user text: draw them as plain text (no TeX)
+and escape them in HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import table as T
+from . import verdicts as V
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SKIPPED_COLUMNS = ["model", "reason"]
+
+
+@dataclass
+class Correlation:
+    """The result of ``correlate`` (or ``pool``): models.csv, correlation.csv, differences.csv,
+    skipped.csv and correlate.json (module doc). specbound builds it by keyword; the first
+    five fields stay positional for old callers."""
+
+    models: pd.DataFrame
+    correlation: pd.DataFrame
+    skipped: pd.DataFrame
+    axes: list[str]
+    measures: list[str]
+    gap: str = "accuracy"
+    manifest: str = ""
+    task: str | None = None
+    n_listed: int = 0
+    n_unconverged: int = 0
+    include_unconverged: bool = False
+    bootstrap: int = 1000
+    seed: int = 0
+    notes: list[str] = field(default_factory=list)
+    differences: pd.DataFrame | None = None
+    rank_ceiling: dict[str, Any] = field(default_factory=dict)
+    n_configurations: int = 0
+    level: float = 0.95
+    #: The grid's configurations without a usable model (zoo.json's grid), named.
+    missing: list[str] = field(default_factory=list)
+    primary_statistic: str = "kendall_tau"
+    primary_bootstrap: int = 0
+    #: The zoos whose models were pooled (``pool``), in order; [] for one zoo's own run.
+    zoos: list[str] = field(default_factory=list)
+    #: Models whose data measures failed (in ``skipped``; the CLI exits 1 when any did).
+    data_failed: list[str] = field(default_factory=list)
+
+    @property
+    def primary(self) -> pd.DataFrame | None:
+        """The primary rows of ``differences`` (P1-P3), with p, p_holm and verdict."""
+        d = self.differences
+        return None if d is None else d[d["family"] == V.PRIMARY].reset_index(drop=True)
+
+    @property
+    def exploratory(self) -> pd.DataFrame | None:
+        """The exploratory rows of ``differences``, with p, q_bh and verdict."""
+        d = self.differences
+        return None if d is None else d[d["family"] == V.EXPLORATORY].reset_index(drop=True)
+
+    def summary(self) -> dict[str, Any]:
+        """The content of correlate.json (module doc)."""
+        return {
+            "protocol": 3,
+            "manifest": self.manifest,
+            "task": self.task,
+            "gap": self.gap,
+            "axes": list(self.axes),
+            "measures": list(self.measures),
+            "n_listed": self.n_listed,
+            "n_models": len(self.models),
+            "n_configurations": self.n_configurations,
+            "n_skipped": len(self.skipped),
+            "n_unconverged": self.n_unconverged,
+            "include_unconverged": self.include_unconverged,
+            "bootstrap": self.bootstrap,
+            "bootstrap_unit": "configuration",
+            "seed": self.seed,
+            "level": self.level,
+            "min_sign_pairs": T.S.MIN_SIGN_PAIRS,
+            "baselines": [b for b in T.BASELINES if b in self.measures],
+            "interval_statistics": list(T.INTERVAL_STATS),
+            "rank_ceiling": dict(self.rank_ceiling),
+            "primary_statistic": self.primary_statistic,
+            "primary_bootstrap": self.primary_bootstrap,
+            "primary_contrasts": {c: f"{a} - {b}" for c, a, b in V.PRIMARY_CONTRASTS},
+            "alpha": V.ALPHA,
+            "min_configurations": V.MIN_CONFIGURATIONS,
+            "min_bootstrap_verdict": V.MIN_VERDICT_BOOTSTRAP,
+            "missing": len(self.missing),
+            "missing_configurations": list(self.missing),
+            "zoos": list(self.zoos),
+            "notes": list(self.notes),
+        }
+
+    def cli_summary(self, out: str | Path) -> dict[str, Any]:
+        """What ``specbound correlate --json`` prints: the output folder ``out``, the counts and
+        the tables (DataFrames; the CLI's strict-JSON printer turns them into records)."""
+        return {
+            "out": str(out),
+            "n_models": len(self.models),
+            "gap": self.gap,
+            "axes": list(self.axes),
+            "protocol": 3,
+            "bootstrap": self.bootstrap,
+            "primary_bootstrap": self.primary_bootstrap,
+            "primary_statistic": self.primary_statistic,
+            "missing": len(self.missing),
+            "missing_configurations": list(self.missing),
+            "correlation": self.correlation,
+            "primary": self.primary,
+            "differences": self.differences,
+            "skipped": self.skipped,
+        }
+
+    def to_dir(self, out: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
+        """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json
+        into ``out`` through ``io.output_dir`` (atomic; refuses a directory specbound did not
+        write). ``extra(tmp)`` may add files (figures/, report.html) to the same atomic write.
+        Returns ``out`` as a Path."""
+        from ...io import output_dir
+
+        with output_dir(out) as tmp:
+            write_tables(self, tmp)
+            if extra is not None:
+                extra(Path(tmp))
+        return Path(out)
+
+
+def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
+    """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json into
+    ``directory`` (an existing folder; not atomic: ``Correlation.to_dir`` is). Returns the
+    paths."""
+    from ...io.files import dumps_json
+
+    d = Path(directory)
+    out = []
+    frames = {
+        "models.csv": result.models,
+        "correlation.csv": result.correlation,
+        "differences.csv": (
+            result.differences
+            if result.differences is not None
+            else _empty_frame(T.DIFFERENCE_COLUMNS)
+        ),
+        "skipped.csv": result.skipped,
+    }
+    for name, frame in frames.items():
+        frame.to_csv(d / name, index=False, float_format="%.17g")
+        out.append(d / name)
+    (d / "correlate.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
+    out.append(d / "correlate.json")
+    return out
+
+
+def _empty_frame(columns: Sequence[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(columns=list(columns))
