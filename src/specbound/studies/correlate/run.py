@@ -147,8 +147,9 @@ def correlate(
     computed after the analyses and cached (``correlate.data``); only for zoo
     model directories, else a note says why they are absent. ``on_data(line)``: one progress
     line per model of the data measures; ``data_workers``: processes computing them
-    (``data.check_workers``: 1..4 x the CPUs; 1: this process; more are spawned, so a script needs the ``if __name__ == "__main__":`` guard;
-    every model runs on one torch thread, so the values do not depend on it). Output
+    (``data.check_workers``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
+    needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
+    the values do not depend on it). Output
     schema: :mod:`.result`.
     """
     prep = _prepare(
