@@ -22,7 +22,7 @@ from .errors import SpecboundTypeError, SpecboundValueError
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_real"]
+__all__ = ["check_bool", "check_choice", "check_int", "check_real"]
 
 
 def _type_name(value: Any) -> str:
@@ -49,6 +49,21 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
     if max is not None and v > max:
         raise SpecboundValueError(f"{name} must be an integer <= {max}, got {v}")
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a Python ``bool``.
+
+    Accepts ``True``/``False`` and ``numpy.bool_``; refuses everything else (``1``, ``"yes"``,
+    ``None``) with ``SpecboundTypeError``: a flag is never guessed from a truthy value.
+    """
+    kind = type(value)
+    numpy_bool = kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")  # numpy 2, 1
+    if not (isinstance(value, bool) or numpy_bool):
+        raise SpecboundTypeError(
+            f"{name} must be True or False, got {value!r} ({_type_name(value)})"
+        )
+    return bool(value)
 
 
 def _fmt(x: float) -> str:
