@@ -23,6 +23,7 @@ from specbound.track import (  # noqa: E402
     NOTE_COLUMN,
     TYPE_COLUMNS,
     Tracker,
+    TrackerConfig,
     half_change_step,
     next_auto_step,
     read_track,
@@ -367,6 +368,42 @@ def test_resume_appends_and_new_metric_widens_header(tmp_path):
 def test_bad_arguments(tmp_path, kw, match):
     with pytest.raises(SpecboundError, match=match):
         Tracker(tiny_bert(), out=tmp_path, tensorboard=False, **{"every": 1, **kw})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tracker_config_is_the_keyword_form(tmp_path):
+    cfg = TrackerConfig(out=tmp_path / "a", every=2, measures=["frobenius_sum"], tensorboard=False)
+    t = Tracker(tiny_bert(), cfg)
+    assert t.settings is cfg and t.every == 2 and t.measures == ["frobenius_sum"]
+    kw = Tracker(
+        tiny_bert(), out=tmp_path / "b", every=2, measures=["frobenius_sum"], tensorboard=False
+    )
+    assert kw.settings == TrackerConfig(
+        out=tmp_path / "b", every=2, measures=["frobenius_sum"], tensorboard=False
+    )
+    over = Tracker(tiny_bert(), cfg, out=tmp_path / "c", every=3)  # keywords replace fields
+    assert over.every == 3 and over.out == tmp_path / "c" and over.measures == ["frobenius_sum"]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'evry'"):
+        Tracker(tiny_bert(), cfg, evry=3)
+    with pytest.raises(TypeError, match="required keyword-only argument: 'out'"):
+        Tracker(tiny_bert(), every=3)
+    with pytest.raises(SpecboundError, match="settings must be a TrackerConfig"):
+        Tracker(tiny_bert(), 100)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"every": 0}, "every must be a positive integer or 'auto', got 0"),
+        ({"every": True}, "every must be a positive integer or 'auto', got True"),
+        ({"budget": 0.0}, "budget"),
+        ({"strict": 1}, "strict must be True or False, got 1"),
+        ({"resume": "yes"}, "resume must be True or False"),
+    ],
+)
+def test_tracker_config_checks_when_made(tmp_path, kw, match):
+    with pytest.raises(SpecboundError, match=match):
+        TrackerConfig(out=tmp_path, **kw)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -3,6 +3,8 @@
 * :mod:`.tracker` -- :class:`Tracker`: ``tracker.step(step, train_loss=..., test_acc=...)``
   evaluates when ``step % every == 0`` (or, with ``every="auto"``, when the time budget allows);
   ``tracker.evaluate(step, **metrics)`` evaluates now. ``data=`` adds SPEC 12's data measures.
+* :mod:`.config` -- :class:`TrackerConfig`: every setting of a tracker, as one value
+  (``Tracker(model, TrackerConfig(out=..., every=...))``; the keywords still work).
 * :mod:`.trackfile` -- ``track.csv``: the one writer (whole rows) and reader (:func:`read_track`).
 * :mod:`.sinks` -- TensorBoard (``DIR/tensorboard``), the active W&B run, an active trackio run.
 * :mod:`.callbacks` -- ``SpecboundCallback`` (a ``transformers.TrainerCallback``) and
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .config import TrackerConfig
 from .live import data_measures, find_model, live_state, model_device
 from .tracker import (
     Tracker,
@@ -53,6 +56,7 @@ __all__ = [
     "SpecboundLightningCallback",
     "TrackFile",
     "Tracker",
+    "TrackerConfig",
     "all_data_measure_names",
     "all_measure_names",
     "computed_columns",

@@ -10,8 +10,6 @@ step t equals the post-hoc ``analyze`` / ``data_measures`` of the model saved at
 from __future__ import annotations
 
 import math
-import numbers
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +20,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..linalg.spectra import MATRIX_TYPES
+from .config import TrackerConfig, tracker_config
 from .live import analyze_live, find_model, live_state, model_device, weight_measures_for_margins
 from .sinks import make_sinks
 from .trackfile import (
@@ -168,54 +167,28 @@ def _analysis_value(a: Any, name: str) -> float | None:
 class Tracker:
     """Evaluate measures on a live model during a plain training loop (SPEC 11).
 
-    ``every``: evaluate when ``step % every == 0``, or ``"auto"``: keep cumulative analysis time
-    <= ``budget`` (default 5%) of the wall time since the tracker started. ``measures``: names
-    (default: every SPEC 9 measure). The weights at creation are the init for
-    ``distance_from_init``. ``tensorboard``/``wandb``/``trackio``: None = use when available.
-
-    ``data``: the training batches ``(inputs, labels)``; then SPEC 12's data measures
-    (``data_measures``: names, default all) are evaluated too, with ``data_options``
-    (``max_examples``, ``seed``, ``perturb``, ``logits_fn``, ``n``) as in
-    :func:`specbound.data_measures`; the first ``max_examples`` examples are taken once, at
-    creation. ``resume``: continue an existing track file (steps already there are skipped);
-    ``overwrite``: replace it; neither: an existing file with rows is refused. ``strict``: an
-    evaluation that fails (non-finite weights, an analysis error) raises instead of one
-    warning and a row with empty measures.
+    ``Tracker(model, TrackerConfig(out=..., every=...))`` or, the same,
+    ``Tracker(model, out=..., every=...)``: the keywords are :class:`TrackerConfig`'s fields
+    (given with a config, they replace its fields). ``config``: the model's Hugging Face
+    config when ``model`` has none. The weights at creation are the init for
+    ``distance_from_init``. ``data``: the training batches ``(inputs, labels)``; then SPEC 12's
+    data measures are evaluated too; the first ``max_examples`` examples are taken once, at
+    creation.
     """
 
     def __init__(
         self,
         model: Any,
+        settings: TrackerConfig | None = None,
         *,
-        every: int | str = 100,
-        out: str | os.PathLike[str],
-        measures: Iterable[str] | None = None,
-        budget: float = 0.05,
         config: Any = None,
-        device: str | None = "auto",
-        l_phi: float | None = None,
-        grid_m: int | None = None,
-        tensorboard: bool | None = None,
-        wandb: bool | None = None,
-        trackio: bool | None = None,
         data: Iterable[Any] | None = None,
-        data_measures: Iterable[str] | str | None = None,
-        data_options: Mapping[str, Any] | None = None,
-        resume: bool = False,
-        overwrite: bool = False,
-        strict: bool = False,
+        **options: Any,
     ) -> None:
-        if every != "auto" and (
-            isinstance(every, bool) or not isinstance(every, numbers.Integral) or every < 1
-        ):
-            raise SpecboundError(f"every must be a positive integer or 'auto', got {every!r}")
-        if not (isinstance(budget, (int, float)) and 0 < budget < 1):
-            raise SpecboundError(f"budget must be a share of wall time in (0, 1), got {budget!r}")
-        for flag, value in (("resume", resume), ("overwrite", overwrite), ("strict", strict)):
-            if not isinstance(value, bool):
-                raise SpecboundError(f"{flag} must be True or False, got {value!r}")
-        self.every: int | str = every if every == "auto" else int(every)
-        self.budget = float(budget)
+        cfg = tracker_config(settings, options)
+        self.settings = cfg
+        self.every: int | str = cfg.every if cfg.every == "auto" else int(cfg.every)
+        self.budget = float(cfg.budget)
         from .live import refuse_meta
 
         refuse_meta(model)
@@ -223,22 +196,22 @@ class Tracker:
         self.module = model if config is not None else find_model(model)
         self.config = config if config is not None else self.module.config
         names = all_measure_names()
-        self.measures = list(names) if measures is None else list(measures)
+        self.measures = list(names) if cfg.measures is None else list(cfg.measures)
         unknown = [m for m in self.measures if m not in names]
         if unknown:
             raise SpecboundError(f"unknown measure '{unknown[0]}'; choose from {', '.join(names)}")
-        self.strict = strict
+        self.strict = cfg.strict
         self.data_names: list[str] = []
         self.data_options: dict[str, Any] = {}
         self._examples: Any = None
         if data is not None:
-            self._examples = self._prepare_data(data, data_measures, data_options)
-        elif data_measures is not None or data_options is not None:
+            self._examples = self._prepare_data(data, cfg.data_measures, cfg.data_options)
+        elif cfg.data_measures is not None or cfg.data_options is not None:
             raise SpecboundError("data_measures= and data_options= need data= (the batches)")
-        self.device = model_device(self.module) if device == "auto" else device
-        self.l_phi, self.grid_m = l_phi, grid_m
+        self.device = model_device(self.module) if cfg.device == "auto" else cfg.device
+        self.l_phi, self.grid_m = cfg.l_phi, cfg.grid_m
         self.init = {k: v.detach().to("cpu", copy=True) for k, v in live_state(self.module).items()}
-        self.out = Path(out)
+        self.out = Path(cfg.out)
         self.file = TrackFile(
             self.out,
             {
@@ -249,11 +222,11 @@ class Tracker:
                 "device": self.device,
                 "model": type(self.module).__name__,
             },
-            resume=resume,
-            overwrite=overwrite,
+            resume=cfg.resume,
+            overwrite=cfg.overwrite,
         )
         self._recorded = self.file.steps
-        self.sinks: list[Any] = make_sinks(self.out, tensorboard, wandb, trackio)
+        self.sinks: list[Any] = make_sinks(self.out, cfg.tensorboard, cfg.wandb, cfg.trackio)
         self._t0 = _clock()
         self._analysis_total = 0.0
         self._first_step: int | None = None

@@ -87,29 +87,42 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
 
     Axes as in the module doc. Errors are one line (``SpecboundError``).
     """
-    import pandas as pd
+    manifest, meta = _locate(Path(path))
+    _check_file(manifest)
+    table = _read_table(manifest)
+    _check_models(table, manifest)
+    chosen = _choose_axes(table, manifest, meta, parse_axes(axes))
+    task = meta.get("task")
+    return Zoo(manifest, table, chosen, None if task is None else str(task), _grid(meta))
 
-    p = Path(path)
-    meta: dict[str, Any] = {}
-    if p.is_dir():
-        manifest = p / "zoo.csv"
-        if not manifest.is_file():
-            raise ManifestError(
-                f"{p} is a directory without zoo.csv; pass the zoo directory "
-                "written by 'specbound zoo train' or ",
-                Param("manifest", "FILE.csv"),
-            )
-        meta_file = p / "zoo.json"
-        if meta_file.is_file():
-            try:
-                meta = json.loads(meta_file.read_text())
-            except (OSError, ValueError) as exc:
-                raise ManifestError(f"cannot read {meta_file}: {exc}") from None
-            if not isinstance(meta, dict):
-                raise ManifestError(f"{meta_file} must hold a JSON object with 'axes'")
-    else:
-        manifest = p
-    if manifest.exists():  # a FIFO would block forever: refuse anything but a regular file
+
+def _locate(p: Path) -> tuple[Path, dict[str, Any]]:
+    """The manifest path and zoo.json's content (``{}`` when there is none) for ``p``: a
+    manifest file, or a zoo directory holding zoo.csv (and maybe zoo.json)."""
+    if not p.is_dir():
+        return p, {}
+    manifest = p / "zoo.csv"
+    if not manifest.is_file():
+        raise ManifestError(
+            f"{p} is a directory without zoo.csv; pass the zoo directory "
+            "written by 'specbound zoo train' or ",
+            Param("manifest", "FILE.csv"),
+        )
+    meta_file = p / "zoo.json"
+    if not meta_file.is_file():
+        return manifest, {}
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"cannot read {meta_file}: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ManifestError(f"{meta_file} must hold a JSON object with 'axes'")
+    return manifest, meta
+
+
+def _check_file(manifest: Path) -> None:
+    """Refuse a manifest that is missing or not a regular file (a FIFO would block forever)."""
+    if manifest.exists():
         from ...io.files import check_regular_file
 
         check_regular_file(
@@ -122,6 +135,12 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
         raise ManifestError(
             f"manifest {manifest} does not exist; pass a zoo.csv file or a zoo directory"
         )
+
+
+def _read_table(manifest: Path) -> pd.DataFrame:
+    """The manifest as a table, column names stripped; a column twice is refused first."""
+    import pandas as pd
+
     header = [str(c).strip() for c in _header(manifest)]
     seen: set[str] = set()
     for c in header:
@@ -138,6 +157,12 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
             f"cannot read manifest {manifest} as CSV: {' '.join(str(exc).split())}"
         ) from None
     table.columns = [str(c).strip() for c in table.columns]
+    return table
+
+
+def _check_models(table: pd.DataFrame, manifest: Path) -> None:
+    """The ``model`` column exists, lists at least one model, none empty and none twice (as
+    written, or as one directory spelled two ways: m0, ./m0/)."""
     if "model" not in table.columns:
         raise ManifestError(
             f"manifest {manifest} has no 'model' column (columns: {', '.join(table.columns)})"
@@ -152,7 +177,7 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
     if table["model"].astype(str).duplicated().any():
         dup = table["model"][table["model"].astype(str).duplicated()].iloc[0]
         raise ManifestError(f"manifest {manifest} lists model '{dup}' twice")
-    where: dict[str, str] = {}  # the same directory spelled twice (m0, ./m0/) counts twice too
+    where: dict[str, str] = {}
     for m in table["model"].astype(str).str.strip():
         entry = resolve_entry(m, manifest.parent)
         key = os.path.realpath(entry) if os.path.exists(entry) else entry
@@ -161,27 +186,15 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
                 f"manifest {manifest} lists model '{m}' twice (as '{where[key]}' and '{m}')"
             )
         where[key] = m
-    chosen = parse_axes(axes)
+
+
+def _choose_axes(
+    table: pd.DataFrame, manifest: Path, meta: dict[str, Any], chosen: list[str] | None
+) -> list[str]:
+    """The axes named (``chosen``), else the default ones (module doc); each must be a
+    hyperparameter column, named once."""
     if chosen is None:
-        listed = meta.get("axes")
-        if listed is not None and not (
-            isinstance(listed, list) and all(isinstance(a, str) for a in listed)
-        ):
-            raise ManifestError(
-                f"zoo.json beside {manifest}: 'axes' must be a list of column "
-                f"names, got {listed!r}; fix it or pass ",
-                Param("axes"),
-            )
-        candidates = [str(a) for a in listed] if isinstance(listed, list) else list(table.columns)
-        skip = {"seed"} if isinstance(listed, list) else NOT_DEFAULT_AXES  # seeds: replicates
-        chosen = [
-            c
-            for c in candidates
-            if c in table.columns
-            and c not in RESERVED_COLUMNS
-            and c not in skip
-            and table[c].nunique(dropna=False) > 1
-        ]
+        chosen = _default_axes(table, manifest, meta)
     bad = [a for a in chosen if a not in table.columns or a in RESERVED_COLUMNS]
     if bad:
         raise ManifestError(
@@ -190,11 +203,39 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
         )
     if len(set(chosen)) != len(chosen):
         raise ManifestError(Param("axes"), f" names an axis twice: {','.join(chosen)}")
-    task = meta.get("task")
+    return chosen
+
+
+def _default_axes(table: pd.DataFrame, manifest: Path, meta: dict[str, Any]) -> list[str]:
+    """zoo.json's ``axes`` (else the columns) that vary, reserved columns, bookkeeping and
+    seeds left out."""
+    listed = meta.get("axes")
+    if listed is not None and not (
+        isinstance(listed, list) and all(isinstance(a, str) for a in listed)
+    ):
+        raise ManifestError(
+            f"zoo.json beside {manifest}: 'axes' must be a list of column "
+            f"names, got {listed!r}; fix it or pass ",
+            Param("axes"),
+        )
+    candidates = [str(a) for a in listed] if isinstance(listed, list) else list(table.columns)
+    skip = {"seed"} if isinstance(listed, list) else NOT_DEFAULT_AXES  # seeds: replicates
+    return [
+        c
+        for c in candidates
+        if c in table.columns
+        and c not in RESERVED_COLUMNS
+        and c not in skip
+        and table[c].nunique(dropna=False) > 1
+    ]
+
+
+def _grid(meta: dict[str, Any]) -> dict[str, list[Any]] | None:
+    """zoo.json's ``grid`` when every axis lists at least one value, else None."""
     grid = meta.get("grid")
     if not (isinstance(grid, dict) and all(isinstance(v, list) and v for v in grid.values())):
-        grid = None
-    return Zoo(manifest, table, chosen, None if task is None else str(task), grid)
+        return None
+    return grid
 
 
 def resolve_entry(entry: str, base: Path) -> str:

@@ -21,6 +21,7 @@ import copy
 import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,42 @@ def _stack(tensors: list[Any]) -> Any:
     return torch.stack([t.detach() for t in tensors])
 
 
+@dataclass
+class _Member:
+    """One grid point of an ensemble.
+
+    ``state`` is ``begin_model``'s record (model, split, temp dir); it becomes ``None`` once
+    ``finish_model`` has saved the member. ``n`` is its training-set size.
+    """
+
+    params: dict[str, Any]
+    dest: Path
+    state: dict[str, Any] | None
+    n: int
+    lr: float
+    wd: float
+
+
+@dataclass
+class _Stack:
+    """The active members' stacked tensors: row ``r`` is member ``active[r]``.
+
+    ``P``/``B``: parameters and buffers by name; ``exp_avg``/``exp_avg_sq``: AdamW moments;
+    ``X``/``Y``: training sets padded to the largest active one, ``M`` the padding mask and
+    ``N`` the true sizes.
+    """
+
+    P: dict[str, Any]
+    B: dict[str, Any]
+    exp_avg: dict[str, Any]
+    exp_avg_sq: dict[str, Any]
+    X: Any
+    Y: Any
+    M: Any
+    N: Any
+    active: list[int]
+
+
 def train_ensemble(
     plan_: ZooPlan,
     data: Any,
@@ -129,130 +166,207 @@ def train_ensemble(
     finished: Callable[[dict[str, Any], dict[str, Any]], None],
 ) -> None:
     """Train ``members`` (grid points of one architecture) together; ``finished(params,
-    metrics)`` is called as each one is saved."""
+    metrics)`` is called as each one is saved. Temp directories of members not saved (an
+    error, an interrupt) are removed."""
     import torch
-    from torch.func import functional_call, vmap
 
-    task = plan_.task
     dev = torch.device(device)
     t_start = time.perf_counter()
-    states = []
+    team: list[_Member] = []
     try:
         for params in members:
-            states.append(begin_model(task, data, params, models_dir / model_name(params)))
-        size = len(members)
-        models = [s["model"] for s in states]
-        base = copy.deepcopy(models[0])
-        base.set_attn_implementation("eager")
-        base = base.to("meta")
-        pnames = [n for n, _ in models[0].named_parameters()]
-        bnames = [n for n, _ in models[0].named_buffers()]
-        P = {n: _stack([dict(m.named_parameters())[n] for m in models]).to(dev) for n in pnames}
-        B = {n: _stack([dict(m.named_buffers())[n] for m in models]).to(dev) for n in bnames}
-        exp_avg = {n: torch.zeros_like(v) for n, v in P.items()}
-        exp_avg_sq = {n: torch.zeros_like(v) for n, v in P.items()}
-        sizes = [len(s["train_idx"]) for s in states]
-        n_max = max(sizes)
-        X = torch.stack(
-            [
-                data.x[s["train_idx"] + [s["train_idx"][0]] * (n_max - k)]
-                for s, k in zip(states, sizes, strict=True)
-            ]
-        ).to(dev)
-        Y = torch.stack(
-            [
-                data.y[s["train_idx"] + [s["train_idx"][0]] * (n_max - k)]
-                for s, k in zip(states, sizes, strict=True)
-            ]
-        ).to(dev)
-        M = torch.stack([(torch.arange(n_max) < k).to(torch.float32) for k in sizes]).to(dev)
-        N = torch.tensor(sizes, dtype=torch.float32, device=dev)
-        lr = [float(q["lr"]) for q in members]
-        wd = [float(q["weight_decay"]) for q in members]
-        # nn.Embedding(padding_idx=...) never updates that row; under vmap its backward does
-        # not know the rule, so the row's gradient is zeroed by hand (BERT: pad_token_id 0)
-        pad_rows = [
-            (f"{mod_name}.weight", mod.padding_idx)
-            for mod_name, mod in models[0].named_modules()
-            if isinstance(mod, torch.nn.Embedding) and mod.padding_idx is not None
-        ]
-        active = list(range(size))  # member index of each stacked row
-        for v in P.values():
-            v.requires_grad_(True)
-
-        def member_loss(p: Any, b: Any, x: Any, y: Any, mask: Any, n: Any) -> Any:
-            logits = task.logits(_Bound(base, p, b, functional_call), x)
-            ce = torch.nn.functional.cross_entropy(logits, y, reduction="none")
-            return (ce * mask).sum() / n
-
-        batched = vmap(member_loss)
-        step = 0
-        base.train()
-        while active:
-            losses = batched(P, B, X, Y, M, N)
-            vals = losses.tolist()
-            stop = [
-                r for r, v in enumerate(vals) if v <= plan_.target_loss or step >= plan_.max_steps
-            ]
-            for r in stop:
-                i = active[r]
-                m = states[i]["model"]
-                with torch.no_grad():
-                    for n, src in P.items():
-                        dict(m.named_parameters())[n].copy_(src[r].detach().to("cpu"))
-                m.to(dev)
-                share = (time.perf_counter() - t_start) / size
-                finished(
-                    members[i],
-                    finish_model(
-                        plan_,
-                        data,
-                        members[i],
-                        models_dir / model_name(members[i]),
-                        states[i],
-                        step,
-                        dev,
-                        size,
-                        wall_s=share,
-                    ),
-                )
-                states[i] = None  # type: ignore[call-overload]
-            keep = [r for r in range(len(active)) if r not in set(stop)]
-            if not keep:
-                break
-            go = torch.zeros(len(active), device=dev)
-            go[keep] = 1.0
-            for v in P.values():
-                v.grad = None
-            (losses * go).sum().backward()
-            for pname, row in pad_rows:
-                P[pname].grad[:, row] = 0.0
-            step += 1
-            with torch.no_grad():
-                _adamw_step(
-                    P,
-                    exp_avg,
-                    exp_avg_sq,
-                    [lr[active[r]] for r in range(len(active))],
-                    [wd[active[r]] for r in range(len(active))],
-                    step,
-                    dev,
-                )
-            if stop:
-                idx = torch.tensor(keep, device=dev)
-                active = [active[r] for r in keep]
-                n_max = max(sizes[i] for i in active)
-                P = {n: v.detach()[idx].requires_grad_(True) for n, v in P.items()}
-                B = {n: v[idx] for n, v in B.items()}
-                exp_avg = {n: v[idx] for n, v in exp_avg.items()}
-                exp_avg_sq = {n: v[idx] for n, v in exp_avg_sq.items()}
-                X, Y, M, N = X[idx, :n_max], Y[idx, :n_max], M[idx, :n_max], N[idx]
+            team.append(_begin(plan_, data, params, models_dir / model_name(params)))
+        _train(plan_, data, team, dev, finished, t_start)
     finally:
         import shutil
 
-        for s in states:
-            if s is not None and s["tmp"].exists():
-                shutil.rmtree(s["tmp"], ignore_errors=True)
+        for m in team:
+            if m.state is not None and m.state["tmp"].exists():
+                shutil.rmtree(m.state["tmp"], ignore_errors=True)
+
+
+def _begin(plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path) -> _Member:
+    """Seed, build and save the initialization of one member (``begin_model``)."""
+    state = begin_model(plan_.task, data, params, dest)
+    return _Member(
+        params=params,
+        dest=dest,
+        state=state,
+        n=len(state["train_idx"]),
+        lr=float(params["lr"]),
+        wd=float(params["weight_decay"]),
+    )
+
+
+def _train(
+    plan_: ZooPlan,
+    data: Any,
+    team: list[_Member],
+    dev: Any,
+    finished: Callable[[dict[str, Any], dict[str, Any]], None],
+    t_start: float,
+) -> None:
+    """The batched loop: evaluate all active members, finish those that stop, step the rest."""
+    import torch
+    from torch.func import vmap
+
+    first = team[0].state["model"]  # type: ignore[index]
+    base = _meta_base(first)
+    stack = _stack_members(data, team, dev)
+    pad_rows = _pad_rows(first)
+    batched = vmap(_member_loss(plan_.task, base))
+    step = 0
+    base.train()
+    while stack.active:
+        losses = batched(stack.P, stack.B, stack.X, stack.Y, stack.M, stack.N)
+        vals = losses.tolist()
+        stop = [r for r, v in enumerate(vals) if v <= plan_.target_loss or step >= plan_.max_steps]
+        for r in stop:
+            member = team[stack.active[r]]
+            metrics = _finish(plan_, data, member, stack, r, step, dev, len(team), t_start)
+            finished(member.params, metrics)
+            member.state = None
+        keep = [r for r in range(len(stack.active)) if r not in set(stop)]
+        if not keep:
+            break
+        _backward(stack, losses, keep, pad_rows, dev)
+        step += 1
+        with torch.no_grad():
+            _adamw_step(
+                stack.P,
+                stack.exp_avg,
+                stack.exp_avg_sq,
+                [team[i].lr for i in stack.active],
+                [team[i].wd for i in stack.active],
+                step,
+                dev,
+            )
+        if stop:
+            stack = _shrink(stack, keep, team, dev)
+
+
+def _meta_base(model: Any) -> Any:
+    """A parameterless (meta) copy of ``model`` with eager attention, for ``functional_call``."""
+    base = copy.deepcopy(model)
+    base.set_attn_implementation("eager")
+    return base.to("meta")
+
+
+def _stack_members(data: Any, team: list[_Member], dev: Any) -> _Stack:
+    """Stack the members' parameters, buffers and padded training sets on ``dev``."""
+    import torch
+
+    models = [m.state["model"] for m in team]  # type: ignore[index]
+    pnames = [n for n, _ in models[0].named_parameters()]
+    bnames = [n for n, _ in models[0].named_buffers()]
+    P = {n: _stack([dict(m.named_parameters())[n] for m in models]).to(dev) for n in pnames}
+    B = {n: _stack([dict(m.named_buffers())[n] for m in models]).to(dev) for n in bnames}
+    exp_avg = {n: torch.zeros_like(v) for n, v in P.items()}
+    exp_avg_sq = {n: torch.zeros_like(v) for n, v in P.items()}
+    sizes = [m.n for m in team]
+    n_max = max(sizes)
+    rows = [m.state["train_idx"] for m in team]  # type: ignore[index]
+    X = torch.stack(
+        [data.x[idx + [idx[0]] * (n_max - k)] for idx, k in zip(rows, sizes, strict=True)]
+    ).to(dev)
+    Y = torch.stack(
+        [data.y[idx + [idx[0]] * (n_max - k)] for idx, k in zip(rows, sizes, strict=True)]
+    ).to(dev)
+    M = torch.stack([(torch.arange(n_max) < k).to(torch.float32) for k in sizes]).to(dev)
+    N = torch.tensor(sizes, dtype=torch.float32, device=dev)
+    for v in P.values():
+        v.requires_grad_(True)
+    return _Stack(P, B, exp_avg, exp_avg_sq, X, Y, M, N, active=list(range(len(team))))
+
+
+def _pad_rows(model: Any) -> list[tuple[str, int]]:
+    """``(parameter name, row)`` of each embedding's padding row.
+
+    nn.Embedding(padding_idx=...) never updates that row; under vmap its backward does not
+    know the rule, so the row's gradient is zeroed by hand (BERT: pad_token_id 0).
+    """
+    import torch
+
+    return [
+        (f"{mod_name}.weight", mod.padding_idx)
+        for mod_name, mod in model.named_modules()
+        if isinstance(mod, torch.nn.Embedding) and mod.padding_idx is not None
+    ]
+
+
+def _member_loss(task: Any, base: Any) -> Callable[..., Any]:
+    """One member's masked mean cross-entropy ``sum(ce * mask) / n``, to be vmapped."""
+    import torch
+    from torch.func import functional_call
+
+    def member_loss(p: Any, b: Any, x: Any, y: Any, mask: Any, n: Any) -> Any:
+        logits = task.logits(_Bound(base, p, b, functional_call), x)
+        ce = torch.nn.functional.cross_entropy(logits, y, reduction="none")
+        return (ce * mask).sum() / n
+
+    return member_loss
+
+
+def _finish(
+    plan_: ZooPlan,
+    data: Any,
+    member: _Member,
+    stack: _Stack,
+    r: int,
+    step: int,
+    dev: Any,
+    size: int,
+    t_start: float,
+) -> dict[str, Any]:
+    """Unstack row ``r`` into the member's own model, evaluate and save it (``finish_model``);
+    its wall time is the ensemble's so far shared equally among the ``size`` members."""
+    import torch
+
+    assert member.state is not None
+    m = member.state["model"]
+    with torch.no_grad():
+        for n, src in stack.P.items():
+            dict(m.named_parameters())[n].copy_(src[r].detach().to("cpu"))
+    m.to(dev)
+    share = (time.perf_counter() - t_start) / size
+    return finish_model(
+        plan_, data, member.params, member.dest, member.state, step, dev, size, wall_s=share
+    )
+
+
+def _backward(
+    stack: _Stack, losses: Any, keep: list[int], pad_rows: list[tuple[str, int]], dev: Any
+) -> None:
+    """Gradients of the kept rows' losses (the stopped rows' are zero), padding rows zeroed."""
+    import torch
+
+    go = torch.zeros(len(stack.active), device=dev)
+    go[keep] = 1.0
+    for v in stack.P.values():
+        v.grad = None
+    (losses * go).sum().backward()
+    for pname, row in pad_rows:
+        stack.P[pname].grad[:, row] = 0.0
+
+
+def _shrink(stack: _Stack, keep: list[int], team: list[_Member], dev: Any) -> _Stack:
+    """The stack of rows ``keep`` only, its padding cut to the largest kept training set."""
+    import torch
+
+    idx = torch.tensor(keep, device=dev)
+    active = [stack.active[r] for r in keep]
+    n_max = max(team[i].n for i in active)
+    return _Stack(
+        P={n: v.detach()[idx].requires_grad_(True) for n, v in stack.P.items()},
+        B={n: v[idx] for n, v in stack.B.items()},
+        exp_avg={n: v[idx] for n, v in stack.exp_avg.items()},
+        exp_avg_sq={n: v[idx] for n, v in stack.exp_avg_sq.items()},
+        X=stack.X[idx, :n_max],
+        Y=stack.Y[idx, :n_max],
+        M=stack.M[idx, :n_max],
+        N=stack.N[idx],
+        active=active,
+    )
 
 
 class _Bound:
