@@ -107,18 +107,3 @@ def test_choice() -> None:
         check_choice(1, "gap", ["acc", "loss"])
     with pytest.raises(SpecboundValueError):
         check_choice([1], "k", (1, 2))  # unhashable: not a choice, no crash
-
-
-def test_bool_accepts_python_and_numpy_bools() -> None:
-    for v, want in [(True, True), (False, False), (np.bool_(True), True), (np.bool_(False), False)]:
-        out = check_bool(v, "strict")
-        assert out is want
-
-
-@pytest.mark.parametrize("v", [1, 0, np.int64(1), 1.0, "yes", "True", None])
-def test_bool_refuses_other_types(v: object) -> None:
-    with pytest.raises(SpecboundTypeError) as e:
-        check_bool(v, "strict")
-    msg = str(e.value)
-    assert msg.startswith("strict must be True or False, got ") and repr(v) in msg
-    assert isinstance(e.value, TypeError) and isinstance(e.value, SpecboundError)
