@@ -666,3 +666,22 @@ def test_growth_table_slope_and_se_share_a_format() -> None:
     assert (
         sig3(223775.0) == "223,775" and sig3(8.2097) == "8.21" and sig3(float("nan")) == "undefined"
     )
+
+
+def test_scale_summary_is_json_ready_with_the_verdicts() -> None:
+    import json
+
+    study = _grid_study()
+    summary = study.summary()
+    json.dumps(summary, allow_nan=False)  # JSON-ready: records, not DataFrames; no NaN
+    assert list(summary) == ["title", "models", "growth", "verdict", "skipped", "missing"]
+    assert summary["title"] == "Scaling grid"
+    assert len(summary["models"]) == len(study.models)
+    assert len(summary["growth"]) == len(study.growth)
+    assert set(summary["verdict"]) <= {"hidden_size", "num_layers"}
+    for v in summary["verdict"].values():
+        assert isinstance(v["sentence"], str) and isinstance(v["interaction"], list)
+    hostile = _hostile_study().summary()
+    assert hostile["growth"] == [] and hostile["verdict"] == {}
+    assert hostile["skipped"] == [{"model": HOSTILE, "reason": HOSTILE}]
+    assert hostile["missing"] == [HOSTILE]
