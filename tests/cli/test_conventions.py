@@ -165,6 +165,9 @@ def test_scale_json(tiny: Path, tmp_path: Path) -> None:
     r = run_cli("scale", tiny, other, "--out", tmp_path / "s", "--json", "--no-cache")
     assert r.code == 0, r.err
     s = strict_json(r.out)
+    # Study.summary() with the CLI's out after the title
+    assert list(s) == ["title", "out", "models", "growth", "verdict", "skipped", "missing"]
+    assert s["out"] == str(tmp_path / "s")
     assert len(s["models"]) == 2 and s["skipped"] == []
     on_disk = pd.read_csv(tmp_path / "s" / "models.csv")
     assert [x["model"] for x in s["models"]] == list(on_disk["model"].astype(str))

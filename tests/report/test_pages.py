@@ -443,8 +443,8 @@ def test_scale_models_table_one_share_column_in_percent() -> None:
 
 
 def test_trajectory_metrics_exclude_computed_columns() -> None:
-    from specbound.report.pages.trajectory import metric_columns
     from specbound.track import NOTE_COLUMN, computed_columns
+    from specbound.track.trajectory import metric_columns
 
     cols = ["step", "wall_s", "analysis_s", "train_acc", "test_acc", *computed_columns()]
     assert NOTE_COLUMN in cols and "QK_mean_p_star" in cols
@@ -573,7 +573,8 @@ def _unstable_track(path: Path) -> Path:
 
 
 def test_trajectory_claims_scoped_instability_undefined_and_ceiling(tmp_path: Path) -> None:
-    from specbound.report.pages.trajectory import milestones, movement, write_trajectory_report
+    from specbound.report.pages.trajectory import write_trajectory_report
+    from specbound.track.trajectory import milestones, movement
 
     track = _unstable_track(tmp_path / "run")
     write_trajectory_report(track, tmp_path / "out")
@@ -669,3 +670,45 @@ def test_growth_table_slope_and_se_share_a_format() -> None:
     assert (
         sig3(223775.0) == "223,775" and sig3(8.2097) == "8.21" and sig3(float("nan")) == "undefined"
     )
+
+
+def test_scale_summary_is_json_ready_with_the_verdicts() -> None:
+    import json
+
+    study = _grid_study()
+    summary = study.summary()
+    json.dumps(summary, allow_nan=False)  # JSON-ready: records, not DataFrames; no NaN
+    assert list(summary) == ["title", "models", "growth", "verdict", "skipped", "missing"]
+    assert summary["title"] == "Scaling grid"
+    assert len(summary["models"]) == len(study.models)
+    assert len(summary["growth"]) == len(study.growth)
+    assert set(summary["verdict"]) <= {"hidden_size", "num_layers"}
+    for v in summary["verdict"].values():
+        assert isinstance(v["sentence"], str) and isinstance(v["interaction"], list)
+    hostile = _hostile_study().summary()
+    assert hostile["growth"] == [] and hostile["verdict"] == {}
+    assert hostile["skipped"] == [{"model": HOSTILE, "reason": HOSTILE}]
+    assert hostile["missing"] == [HOSTILE]
+
+
+def test_trajectory_contract_summary_and_to_dir(tmp_path: Path) -> None:
+    import json
+
+    from specbound.errors import SpecboundError
+    from specbound.report.pages.trajectory import write_report
+    from specbound.track.trajectory import read_trajectory
+
+    t = read_trajectory(_grokking_track(tmp_path / "run"))
+    summary = t.summary()
+    json.dumps(summary, allow_nan=False)  # JSON-ready: records, no NaN
+    assert list(summary) == ["rows", "milestones"] and summary["rows"] == len(t.rows)
+    assert [m["series"] for m in summary["milestones"]] == list(t.milestones()["series"])
+    t.to_dir(tmp_path / "csv")
+    assert {p.name for p in (tmp_path / "csv").iterdir()} == {
+        "track.csv",
+        ".specbound-manifest.json",
+    }
+    out = t.to_dir(tmp_path / "out", extra=lambda tmp: write_report(t, tmp))
+    assert (out / "report.html").is_file() and (out / "figures").is_dir()
+    with pytest.raises(SpecboundError, match="--gap must be one of"):
+        read_trajectory(tmp_path / "run", "bogus")

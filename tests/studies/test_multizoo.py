@@ -7,12 +7,14 @@ below is computed here from its definition, sharing no code with the package.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from specbound.errors import SpecboundError
 from specbound.studies.multizoo import study
 from tests.support.cli_runner import run_cli
 
@@ -138,3 +140,23 @@ def test_cli_writes_the_study_and_refuses_other_folders(tmp_path):
     r = run_cli("study", tmp_path / "plain", "--out", tmp_path / "x")
     assert "not a folder written by 'specbound correlate'" in r.one_error_line()
     assert not (tmp_path / "x").exists()
+
+
+def test_summary_is_the_json_and_to_dir_writes_the_folder(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
+    s = study([], [("digits", [a, b], None)])
+    summary = s.summary()
+    json.dumps(summary, allow_nan=False)  # JSON-ready: no DataFrame, NaN or numpy scalar
+    assert list(summary)[-1] == "primary" and len(summary["primary"]) == len(s.primary)
+    assert list(summary["primary"][0]) == list(s.primary.columns)
+    seen = []
+    out = s.to_dir(tmp_path / "out", extra=lambda tmp: seen.append(sorted(os.listdir(tmp))))
+    assert seen and {"primary.csv", "exploratory.csv", "study.json"} <= set(seen[0])
+    on_disk = json.loads((out / "study.json").read_text())
+    assert on_disk == {k: v for k, v in summary.items() if k != "primary"}
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    with pytest.raises(SpecboundError, match="not written by specbound"):
+        s.to_dir(tmp_path / "mine")  # io.output_dir: never over a folder specbound did not write
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "x"

@@ -1,5 +1,8 @@
 """``specbound scale MODEL...``: the scaling study over many checkpoints (and what reproduce
-shares with it: the model loop with its progress lines, the study's JSON)."""
+shares with it: the model loop with its progress lines, printing the study).
+
+Flags are checked here; ``studies.scale.scale`` runs the study; ``Study.to_dir`` writes the
+folder with the report page as ``extra``; ``Study.summary()`` is the JSON printed."""
 
 from __future__ import annotations
 
@@ -102,31 +105,12 @@ def run_study(
             bar.stop()
 
 
-def study_json(study: Any, out: Path) -> dict[str, Any]:
-    """What ``--json`` prints for scale and reproduce: the tables as records, the verdicts."""
-    from ..studies.scale.verdict import growth_verdict
-
-    g = study.growth
-    verdicts = {}
-    for axis in ("hidden_size", "num_layers"):
-        v = growth_verdict(g, axis) if len(g) else None
-        if v is not None:
-            verdicts[axis] = {"sentence": v.sentence, "interaction": list(v.interaction)}
-    return {
-        "title": study.title,
-        "out": str(out),
-        "models": study.models,
-        "growth": g,
-        "verdict": verdicts,
-        "skipped": [{"model": m, "reason": r} for m, r in study.skipped],
-        "missing": list(study.missing),
-    }
-
-
 def finish_study(study: Any, out: Path, quiet: bool, as_json: bool) -> None:
-    """Print the study: JSON, or the terminal tables unless quiet."""
+    """Print the study: ``study.summary()`` with the output folder as ``out`` after its
+    ``title``, or the terminal tables unless quiet."""
     if as_json:
-        print_json(study_json(study, out))
+        summary = study.summary()
+        print_json({"title": summary.pop("title"), "out": str(out), **summary})
     elif not quiet:
         from ..report.terminal import print_study
 

@@ -50,7 +50,7 @@ def study(
     """Protocol v3 over several correlate folders: every primary contrast of every zoo, Holm
     over all of them, replicated only where each replicate alone shows it (SPEC 10)."""
     from ..io import check_output_dir
-    from ..report.pages.study import write_study
+    from ..report.pages.study import write_report
     from ..studies.multizoo import study as run_study
 
     groups = [parse_group(g) for g in replicates or []]
@@ -58,9 +58,9 @@ def study(
         fail("study needs correlate folders (or --replicates groups)")
     check_output_dir(out)
     result = run_study(folders or [], groups)
-    write_study(result, out)
+    result.to_dir(out, extra=lambda tmp: write_report(result, tmp))
     if as_json:
-        print_json({"out": str(out), **result.summary(), "primary": result.primary})
+        print_json({"out": str(out), **result.summary()})
     elif not quiet:
         from rich.console import Console
         from rich.table import Table

@@ -27,21 +27,15 @@ def trajectory_command(
     figure_formats: FigureFormats = "svg",
 ) -> None:
     """Measures recorded during training against step, with the generalization gap."""
-    from ..report.pages.trajectory import write_trajectory_report
+    from ..report.figures.style import require_matplotlib
+    from ..report.pages.trajectory import write_report
+    from ..track.trajectory import read_trajectory
 
     formats = check_figure_formats(figure_formats)
-    write_trajectory_report(track, out, gap_kind=gap, figure_formats=formats)
+    require_matplotlib()
+    result = read_trajectory(track, gap)
+    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, figure_formats=formats))
     if as_json:
-        from ..report.pages.trajectory import milestones
-        from ..track import read_track
-
-        rows = read_track(out)
-        print_json(
-            {
-                "report": str(out / "report.html"),
-                "rows": len(rows),
-                "milestones": milestones(rows, gap),
-            }
-        )
+        print_json({"report": str(out / "report.html"), **result.summary()})
         return
     typer.echo(f"wrote {out / 'report.html'}")

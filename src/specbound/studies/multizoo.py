@@ -17,14 +17,16 @@ a study (standard, fixed-n, replicate and pooled zoos of each task) and returns 
   folder's exploratory rows), labelled exploratory: findings to follow up, not verdicts of the
   study.
 
-Output (``report.pages.study.write_study``): ``primary.csv``, ``exploratory.csv``,
-``study.json`` and ``report.html``, whose first table is the primary one.
+Output (``Study.to_dir``, with ``report.pages.study.write_report`` as ``extra``):
+``primary.csv``, ``exploratory.csv``, ``study.json`` and ``report.html``, whose first table is
+the primary one.
+``Study.summary()`` is what ``specbound study --json`` prints.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,17 +70,51 @@ class Study:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
+        """What ``specbound study --json`` prints, less the output folder the CLI adds: a
+        JSON-ready dict (``json.dumps(..., allow_nan=False)`` holds). Keys, in order: the
+        content of study.json (``protocol``, ``folders``, ``n_primary``, ``holm_over``,
+        ``verdicts``: counts per verdict, ``groups``, ``notes``), then ``primary``: the primary
+        table as records (a missing cell None), which primary.csv holds on disk."""
+        from ..io.files import json_records
+
+        return {**self._study_json(), "primary": json_records(self.primary)}
+
+    def _study_json(self) -> dict[str, Any]:
         """study.json: the folders, the replicate groups, counts of verdicts, notes."""
+        from ..io.files import json_safe
+
         counts = self.primary["verdict"].value_counts().to_dict() if len(self.primary) else {}
-        return {
-            "protocol": 3,
-            "folders": list(self.folders),
-            "n_primary": len(self.primary),
-            "holm_over": "every primary row of every folder",
-            "verdicts": {str(k): int(v) for k, v in counts.items()},
-            "groups": list(self.groups),
-            "notes": list(self.notes),
-        }
+        return dict(
+            json_safe(
+                {
+                    "protocol": 3,
+                    "folders": list(self.folders),
+                    "n_primary": len(self.primary),
+                    "holm_over": "every primary row of every folder",
+                    "verdicts": {str(k): int(v) for k, v in counts.items()},
+                    "groups": list(self.groups),
+                    "notes": list(self.notes),
+                }
+            )
+        )
+
+    def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
+        """Write primary.csv, exploratory.csv and study.json (``summary()`` less ``primary``,
+        which primary.csv holds) into ``path`` through ``io.output_dir`` (one atomic write;
+        refuses a folder specbound did not write). ``extra(tmp)`` may add files to the same
+        write, e.g. ``lambda tmp: report.pages.study.write_report(result, tmp)`` for report.html
+        (the CLI does this)."""
+        from ..io import output_dir
+        from ..io.files import dumps_json
+
+        with output_dir(path) as tmp:
+            tmp = Path(tmp)
+            self.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
+            self.exploratory.to_csv(tmp / "exploratory.csv", index=False, float_format="%.17g")
+            (tmp / "study.json").write_text(dumps_json(self._study_json(), indent=2) + "\n")
+            if extra is not None:
+                extra(tmp)
+        return Path(path)
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:

@@ -1,4 +1,5 @@
-"""The page and folder of a multi-zoo study (``specbound study``): the primary table first."""
+"""The page of a multi-zoo study (``specbound study``): the primary table first. The folder's
+tables and study.json are written by ``studies.multizoo.Study.to_dir``."""
 
 from __future__ import annotations
 
@@ -99,15 +100,10 @@ def report_html(result: Study, out_dir: str | Path | None = None) -> str:
     return page("Multi-zoo study (protocol v3): primary contrasts", sections, docs=("correlate",))
 
 
-def write_study(result: Study, out: str | Path) -> Path:
-    """primary.csv, exploratory.csv, study.json and report.html, atomically (io.output_dir)."""
-    from ...io import output_dir
-    from ...io.files import dumps_json
-
-    with output_dir(out) as tmp:
-        tmp = Path(tmp)
-        result.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
-        result.exploratory.to_csv(tmp / "exploratory.csv", index=False, float_format="%.17g")
-        (tmp / "study.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
-        (tmp / "report.html").write_text(report_html(result, tmp), encoding="utf-8")
-    return Path(out)
+def write_report(result: Study, out_dir: str | Path) -> Path:
+    """Write report.html for ``result`` into ``out_dir``, the folder its tables are written to
+    (call it inside ``io.output_dir``, e.g. ``result.to_dir(out, extra=lambda tmp:
+    write_report(result, tmp))``, so the page links the files written there)."""
+    path = Path(out_dir) / "report.html"
+    path.write_text(report_html(result, Path(out_dir)), encoding="utf-8")
+    return path

@@ -6,11 +6,12 @@ measures moved at the test metric's step, every such claim scoped to the statist
 ("by the half-change statistic, ..."); training instability after the plateau (evaluations
 with train accuracy more than :data:`DIP` below its maximum: counted) and measures that swing
 after the plateau more than they drift (:data:`SWING`); the rank-ceiling caveat when share
-p*=0 is high (:data:`HIGH_SHARE`). A series that does not move has no half-change step: its
-net change is below :data:`NET_TOL` of the range it swept (it ends where it started), or its
-range is below :data:`FLAT_TOL` of its size. Measures are written with 3 significant digits,
-never rounded to integers. Then the metrics and mean p* panels, one panel per measure, the
-milestones and every row (paged). The file is read by ``track.read_track``.
+p*=0 is high (:data:`HIGH_SHARE`). A series that does not move has no half-change step
+(``track.trajectory.movement``: net change below ``NET_TOL`` of its range, or a range below
+``FLAT_TOL`` of its size). Measures are written with 3 significant digits, never rounded to
+integers. Then the metrics and mean p* panels, one panel per measure, the milestones and every
+row (paged). The rows and milestones are a ``track.trajectory.Trajectory``, whose ``to_dir``
+writes the folder with :func:`write_report` (figures/, report.html) as ``extra``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import SpecboundError
 from ...studies.gap import resolve_gap
+from ...track.trajectory import (
+    FLAT_TOL,
+    NET_TOL,
+    Trajectory,
+    measure_columns,
+    read_trajectory,
+    track_gap,
+)
 from ..html import escape, figure_html, file_link, page, sig3, table
 
 if TYPE_CHECKING:
@@ -38,11 +46,6 @@ PLATEAU = 0.02
 #: ... at least this share of the step range before test accuracy's half-change step, and
 #: test accuracy rising by at least this much overall.
 MIN_DELAY, MIN_RISE = 0.1, 0.2
-#: A series "does not move" (half-change step undefined) when its net change, last minus first
-#: finite value, is below this share of its range max - min (it ends where it started) ...
-NET_TOL = 0.05
-#: ... or its range is below this share of its largest magnitude (constant up to rounding).
-FLAT_TOL = 1e-9
 #: Training instability: an evaluation after the plateau step whose train accuracy lies more
 #: than this below its maximum is a dip.
 DIP = 0.1
@@ -58,100 +61,6 @@ def load_track(path: str | Path) -> pd.DataFrame:
     from ...track import read_track
 
     return read_track(path)
-
-
-def _gap(df: pd.DataFrame, kind: str) -> Any:
-    from ...studies.gap import normalize_kind
-
-    normalize_kind(kind, "gap")
-    return resolve_gap(df.columns, kind, strict=False)
-
-
-def gap(df: pd.DataFrame, kind: str = "auto") -> tuple[str, np.ndarray] | None:
-    """(label, values) of the generalization gap (``studies.gap``), or None without metrics."""
-    g = _gap(df, kind)
-    return None if g is None else (g.label, g.values(df))
-
-
-def measure_columns(df: pd.DataFrame) -> list[str]:
-    """The measure columns of ``df`` with at least one finite value, in SPEC 9 order."""
-    from ...track import all_data_measure_names, all_measure_names
-
-    return [
-        m
-        for m in [*all_measure_names(), *all_data_measure_names()]
-        if m in df.columns and np.isfinite(df[m].to_numpy(dtype=float)).any()
-    ]
-
-
-def metric_columns(df: pd.DataFrame) -> list[str]:
-    """The columns the training loop reported (not computed by the tracker)."""
-    from ...track import (
-        ANALYSIS_COLUMNS,
-        BASE_COLUMNS,
-        NOTE_COLUMNS,
-        TYPE_COLUMNS,
-        all_data_measure_names,
-        all_measure_names,
-        computed_columns,
-    )
-
-    known = {*BASE_COLUMNS, *TYPE_COLUMNS, *ANALYSIS_COLUMNS, *NOTE_COLUMNS}
-    known |= {*all_measure_names(), *all_data_measure_names(), *computed_columns()}
-    return [c for c in df.columns if c not in known]
-
-
-def movement(v: np.ndarray) -> str:
-    """ "" when the finite values of ``v`` move; else why there is no half-change step: "no
-    values", "does not move" (range below FLAT_TOL of its size) or "ends where it started"
-    (net change below NET_TOL of its range)."""
-    x = np.asarray(v, dtype=float)
-    x = x[np.isfinite(x)]
-    if x.size < 2:
-        return "no values"
-    span = float(x.max() - x.min())
-    if span <= FLAT_TOL * float(np.abs(x).max()) or span == 0:
-        return "does not move"
-    net = abs(float(x[-1] - x[0]))
-    if net < NET_TOL * span:
-        return f"ends where it started (net change {net:.3g}, {100 * net / span:.2g}% of its range)"
-    return ""
-
-
-def _milestone(name: str, kind: str, steps: np.ndarray, v: np.ndarray) -> dict[str, Any]:
-    from ...track import half_change_step
-
-    ok = np.isfinite(v)
-    why = movement(v)
-    return {
-        "series": name,
-        "kind": kind,
-        "first": float(v[ok][0]) if ok.any() else None,
-        "last": float(v[ok][-1]) if ok.any() else None,
-        "half_change_step": None if why else half_change_step(steps, v),
-        "note": why,
-    }
-
-
-def milestones(df: pd.DataFrame, gap_kind: str = "auto") -> pd.DataFrame:
-    """Per measure (and metric): first and last value and the step by which half of the net
-    change had happened (``track.half_change_step``; undefined, with the reason in ``note``,
-    for a series that does not move: :func:`movement`)."""
-    import pandas as pd
-
-    steps = df["step"].to_numpy(dtype=float)
-    rows = [
-        _milestone(m, "measure", steps, df[m].to_numpy(dtype=float)) for m in measure_columns(df)
-    ]
-    rows += [
-        _milestone(m, "metric", steps, df[m].to_numpy(dtype=float)) for m in metric_columns(df)
-    ]
-    g = gap(df, gap_kind)
-    if g is not None:
-        rows.append(_milestone(g[0], "gap", steps, g[1]))
-    return pd.DataFrame(
-        rows, columns=["series", "kind", "first", "last", "half_change_step", "note"]
-    )
 
 
 @dataclass(frozen=True)
@@ -387,9 +296,28 @@ def write_trajectory_report(
     figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
     """Write ``out``/report.html, figures/ (metrics, trajectory; SVG, or the formats
-    ``figure_formats`` names, e.g. ``"png,pdf"``) and a copy of the validated track.csv, through
-    ``io.output_dir`` (all or nothing)."""
-    from ...io import output_dir
+    ``figure_formats`` names, e.g. ``"png,pdf"``) and a copy of the validated track.csv,
+    through ``io.output_dir`` (all or nothing): what the CLI does, ``read_trajectory`` then
+    ``Trajectory.to_dir`` with :func:`write_report` as ``extra``."""
+    from ..figures.style import figure_formats as check_formats
+    from ..figures.style import require_matplotlib
+
+    formats = check_formats(figure_formats)
+    require_matplotlib()
+    t = read_trajectory(track, gap_kind)
+    return t.to_dir(out, extra=lambda tmp: write_report(t, tmp, figure_formats=formats))
+
+
+def write_report(
+    trajectory: Trajectory,
+    out_dir: str | Path,
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Path:
+    """Write figures/ (metrics, trajectory; SVG or ``figure_formats``) and report.html for
+    ``trajectory`` into ``out_dir``, the folder its track.csv is written to (call it inside
+    ``io.output_dir``, e.g. ``trajectory.to_dir(out, extra=lambda tmp: write_report(trajectory,
+    tmp))``)."""
     from ...track import TRACK_CSV
     from ..figures import trajectory as F
     from ..figures.style import figure_formats as check_formats
@@ -397,55 +325,52 @@ def write_trajectory_report(
 
     formats = check_formats(figure_formats)
     require_matplotlib()
-    df = load_track(track)
-    g = _gap(df, gap_kind)
+    tmp = Path(out_dir)
+    df, gap_kind = trajectory.rows, trajectory.gap_kind
+    g = track_gap(df, gap_kind)
     names = measure_columns(df)
-    if not names:
-        raise SpecboundError("track.csv holds no measure values to plot")
     phase = grokking_phase(df)
     ph = None if phase is None else (phase.start, phase.end)
     test = _test_series(df)
-    with writing_formats(formats), output_dir(out) as tmp:
-        tmp = Path(tmp)
+    with writing_formats(formats):
         figs = [
             F.metrics_figure(df, tmp / "figures", g, ph),
             F.trajectory_figure(df, tmp / "figures", names, ph, None if test is None else test[1]),
         ]
-        df.to_csv(tmp / TRACK_CSV, index=False, float_format="%.17g")  # validated rows
-        ms = milestones(df, gap_kind)
-        spent = float(df["analysis_s"].sum())
-        total = float(df["wall_s"].max()) + float(df["analysis_s"].iloc[-1])
-        share_text = f"{100 * spent / total:.2g}%" if total > 0 else "an unknown share"
-        said = answer_sentences(df, ms)
-        answer = (
-            '<div class="answer">'
-            + f'<p class="lead"><b>{escape(said[0])}</b></p>'
-            + "".join(f"<p>{escape(s)}</p>" for s in said[1:])
-            + f"<p>{len(df):,} evaluations from step {int(df['step'].min()):,} to "
-            f"{int(df['step'].max()):,}; analysis took {spent:.3g} s in all, {share_text} of "
-            "the wall time up to the last evaluation."
-            + (
-                f" Gap: {escape(g.label)}."
-                if g is not None
-                else " No gap: the loop reported no train/test accuracy or loss pair."
-            )
-            + "</p><p>Half-change step: the first step at which a series had covered half of "
-            "its net change from the first to the last evaluation; undefined when the series "
-            f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
-            f"below {FLAT_TOL:g} of its size).</p></div>"
-            + f'<p class="files">Files: {file_link(tmp, TRACK_CSV)}</p>'
+    ms = trajectory.milestones()
+    spent = float(df["analysis_s"].sum())
+    total = float(df["wall_s"].max()) + float(df["analysis_s"].iloc[-1])
+    share_text = f"{100 * spent / total:.2g}%" if total > 0 else "an unknown share"
+    said = answer_sentences(df, ms)
+    answer = (
+        '<div class="answer">'
+        + f'<p class="lead"><b>{escape(said[0])}</b></p>'
+        + "".join(f"<p>{escape(s)}</p>" for s in said[1:])
+        + f"<p>{len(df):,} evaluations from step {int(df['step'].min()):,} to "
+        f"{int(df['step'].max()):,}; analysis took {spent:.3g} s in all, {share_text} of "
+        "the wall time up to the last evaluation."
+        + (
+            f" Gap: {escape(g.label)}."
+            if g is not None
+            else " No gap: the loop reported no train/test accuracy or loss pair."
         )
-        sections = [
-            answer,
-            "<h2>Trajectory</h2>" + "".join(figure_html(f) for f in figs if f is not None),
-            "<h2>When each series moved</h2>"
-            '<p class="note">first and last: the first and last finite values (3 significant '
-            "digits).</p>" + table(ms, formats={"first": sig3, "last": sig3}),
-            f"<h2>Rows ({file_link(tmp, TRACK_CSV)}, all {len(df):,})</h2>"
-            + table(df, page_size=50),
-        ]
-        (tmp / "report.html").write_text(
-            page("specbound trajectory", sections, docs=("trajectory", "measures")),
-            encoding="utf-8",
-        )
-    return Path(out)
+        + "</p><p>Half-change step: the first step at which a series had covered half of "
+        "its net change from the first to the last evaluation; undefined when the series "
+        f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
+        f"below {FLAT_TOL:g} of its size).</p></div>"
+        + f'<p class="files">Files: {file_link(tmp, TRACK_CSV)}</p>'
+    )
+    sections = [
+        answer,
+        "<h2>Trajectory</h2>" + "".join(figure_html(f) for f in figs if f is not None),
+        "<h2>When each series moved</h2>"
+        '<p class="note">first and last: the first and last finite values (3 significant '
+        "digits).</p>" + table(ms, formats={"first": sig3, "last": sig3}),
+        f"<h2>Rows ({file_link(tmp, TRACK_CSV)}, all {len(df):,})</h2>" + table(df, page_size=50),
+    ]
+    path = tmp / "report.html"
+    path.write_text(
+        page("specbound trajectory", sections, docs=("trajectory", "measures")),
+        encoding="utf-8",
+    )
+    return path

@@ -95,11 +95,38 @@ class Study:
 
         return study_verdict(self)
 
+    def summary(self) -> dict[str, Any]:
+        """What ``specbound scale --json`` prints, less the output folder the CLI adds: a
+        JSON-ready dict (``json.dumps(..., allow_nan=False)`` holds). Keys, in order: ``title``;
+        ``models`` and ``growth`` (the tables as records, a missing cell None); ``verdict`` (per
+        axis with a pooled fit of both proxies, ``verdict.growth_verdict``'s ``sentence`` and
+        ``interaction`` notes); ``skipped`` (``{"model", "reason"}`` each); ``missing``."""
+        from ...io.files import json_records, json_safe
+        from .verdict import growth_verdict
+
+        g = self.growth
+        verdicts = {}
+        for axis in ("hidden_size", "num_layers"):
+            v = growth_verdict(g, axis) if len(g) else None
+            if v is not None:
+                verdicts[axis] = {"sentence": v.sentence, "interaction": list(v.interaction)}
+        return json_safe(
+            {
+                "title": self.title,
+                "models": json_records(self.models),
+                "growth": json_records(g),
+                "verdict": verdicts,
+                "skipped": [{"model": m, "reason": r} for m, r in self.skipped],
+                "missing": list(self.missing),
+            }
+        )
+
     def to_dir(self, path: Any, extra: Callable[[Any], object] | None = None) -> Any:
         """Write models.csv, growth.csv and skipped.csv (when models were skipped) into ``path``
-        through ``io.output_dir`` (one atomic write). No figures: ``extra(tmp)`` may add files
-        to the same write, e.g. ``lambda tmp: report.write_study(study, tmp)`` for figures/ and
-        report.html (the CLI does this); CSVs alone need no matplotlib."""
+        through ``io.output_dir`` (one atomic write; refuses a folder specbound did not write).
+        No figures: ``extra(tmp)`` may add files to the same write, e.g.
+        ``lambda tmp: report.write_study(study, tmp)`` for figures/ and report.html (the CLI
+        does this); CSVs alone need no matplotlib."""
         from pathlib import Path
 
         import pandas as pd
