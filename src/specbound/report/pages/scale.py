@@ -102,13 +102,13 @@ def study_answer_html(study: Study) -> str:
     lines.append(f"<p>{escape(PROXY_CAVEAT)}</p><p>{len(m):,} models analyzed.")
     for proxy, label in (("spectrum_adaptive", "spectrum-adaptive"), ("norm_based", "norm-based")):
         col = _proxy_col(m, proxy)
-        v = _defined(m[col]) if col is not None else np.array([])
-        if v.size:
+        vals = _defined(m[col]) if col is not None else np.array([])
+        if vals.size:
             lines.append(
-                f" log10 B of the {label} proxy ranges from {v.min():.3f} to {v.max():.3f}"
+                f" log10 B of the {label} proxy ranges from {vals.min():.3f} to {vals.max():.3f}"
                 + (
-                    f" ({len(m) - v.size} models beyond float64: undefined)."
-                    if v.size < len(m)
+                    f" ({len(m) - vals.size} models beyond float64: undefined)."
+                    if vals.size < len(m)
                     else "."
                 )
             )
