@@ -157,6 +157,31 @@ def study(
 
     from .correlate import verdicts as V
 
+    paths = _paths(folders, replicates)
+    read = {p: _read(p) for p in paths}
+    role, groups = _groups(replicates, read)
+    rows, explo = [], []
+    for p in paths:
+        meta, d, _ = read[p]
+        rows.extend(_primary_rows(p, meta, d, role.get(p, ("single", "")), V))
+        explo.append(_exploratory_rows(p, meta, d, V))
+    primary = _primary_table(rows, V)
+    _mark_replicated(primary, groups, V)
+    primary = primary[[*PRIMARY_COLUMNS]]
+    exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
+    notes = [
+        f"p_holm: Holm over all {len(primary)} primary rows of {len(paths)} folders; "
+        "exploratory rows keep their folder's q_bh and are not verdicts of the study"
+    ]
+    return Study(primary, exploratory, [str(p) for p in paths], groups, notes)
+
+
+def _paths(
+    folders: Sequence[str | Path],
+    replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]],
+) -> list[Path]:
+    """``folders``, then every replicate or pooled folder not among them, in order; refuses an
+    empty list and a folder listed twice."""
     paths = [Path(f) for f in folders]
     for _, listed, extra in replicates:
         for f in [*listed, *([extra] if extra is not None else [])]:
@@ -166,25 +191,20 @@ def study(
         raise SpecboundError("study needs at least one correlate folder")
     if len({p.resolve() for p in paths}) != len(paths):
         raise SpecboundError("study: a folder is listed twice")
+    return paths
+
+
+def _groups(
+    replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]],
+    read: dict[Path, tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]],
+) -> tuple[dict[Path, tuple[str, str]], list[dict[str, Any]]]:
+    """The role ``(kind, group)`` of every replicate and pooled folder, and the group records
+    of study.json; checks each group (module doc) in the order given."""
     role: dict[Path, tuple[str, str]] = {}
     groups: list[dict[str, Any]] = []
-    read = {p: _read(p) for p in paths}
     for name, given, pooled in replicates:
         reps = [Path(r) for r in given]
-        if len(reps) < 2:
-            raise SpecboundError(f"replicate group {name}: needs >= 2 replicate folders")
-        seen: dict[str, Path] = {}
-        for r in reps:
-            meta, _, models = read[r]
-            for s in _seeds(models):
-                if s in seen:
-                    raise SpecboundError(
-                        f"replicate group {name}: {r} and {seen[s]} share seed {s}; replicates "
-                        "need disjoint seeds (strata of one zoo retrained are not replicates)"
-                    )
-                seen[s] = r
-            if meta.get("axes") != read[reps[0]][0].get("axes"):
-                raise SpecboundError(f"replicate group {name}: {r} has other axes than {reps[0]}")
+        _check_group(name, reps, read)
         for r in reps:
             if r in role:
                 raise SpecboundError(f"{r} is in two replicate groups")
@@ -199,39 +219,76 @@ def study(
                 "seeds": {str(r): sorted(_seeds(read[r][2]), key=float) for r in reps},
             }
         )
-    rows, explo = [], []
-    for p in paths:
-        meta, d, _ = read[p]
-        zoos = meta.get("zoos") or [Path(str(meta.get("manifest", ""))).parent.name]
-        kind, g = role.get(p, ("single", ""))
-        prim = d[d["family"] == V.PRIMARY]
-        for rec in prim.to_dict("records"):
-            rows.append(
-                {
-                    "folder": str(p),
-                    "task": meta.get("task"),
-                    "zoos": "+".join(map(str, zoos)),
-                    "role": kind,
-                    "group": g,
-                    "contrast": rec.get("contrast"),
-                    "measure": rec["measure"],
-                    "versus": rec["versus"],
-                    "statistic": rec["statistic"],
-                    "delta": rec["delta"],
-                    "low": rec["low"],
-                    "high": rec["high"],
-                    "B": rec["B"],
-                    "p": rec["p"],
-                    "p_holm_folder": rec.get("p_holm"),
-                    "folder_verdict": rec["verdict"],
-                    "evidence": rec.get("evidence"),
-                    "n_configurations": meta.get("n_configurations", 0),
-                }
-            )
-        ex = d[d["family"] == V.EXPLORATORY].copy()
-        ex.insert(0, "folder", str(p))
-        ex.insert(1, "task", meta.get("task"))
-        explo.append(ex)
+    return role, groups
+
+
+def _check_group(
+    name: str,
+    reps: list[Path],
+    read: dict[Path, tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]],
+) -> None:
+    """Refuse a replicate group of fewer than two folders, with shared seeds or other axes."""
+    if len(reps) < 2:
+        raise SpecboundError(f"replicate group {name}: needs >= 2 replicate folders")
+    seen: dict[str, Path] = {}
+    for r in reps:
+        meta, _, models = read[r]
+        for s in _seeds(models):
+            if s in seen:
+                raise SpecboundError(
+                    f"replicate group {name}: {r} and {seen[s]} share seed {s}; replicates "
+                    "need disjoint seeds (strata of one zoo retrained are not replicates)"
+                )
+            seen[s] = r
+        if meta.get("axes") != read[reps[0]][0].get("axes"):
+            raise SpecboundError(f"replicate group {name}: {r} has other axes than {reps[0]}")
+
+
+def _primary_rows(
+    p: Path, meta: dict[str, Any], d: pd.DataFrame, kind_group: tuple[str, str], V: Any
+) -> list[dict[str, Any]]:
+    """The primary rows of one folder, as study rows (before the study's Holm and verdict)."""
+    zoos = meta.get("zoos") or [Path(str(meta.get("manifest", ""))).parent.name]
+    kind, g = kind_group
+    prim = d[d["family"] == V.PRIMARY]
+    return [
+        {
+            "folder": str(p),
+            "task": meta.get("task"),
+            "zoos": "+".join(map(str, zoos)),
+            "role": kind,
+            "group": g,
+            "contrast": rec.get("contrast"),
+            "measure": rec["measure"],
+            "versus": rec["versus"],
+            "statistic": rec["statistic"],
+            "delta": rec["delta"],
+            "low": rec["low"],
+            "high": rec["high"],
+            "B": rec["B"],
+            "p": rec["p"],
+            "p_holm_folder": rec.get("p_holm"),
+            "folder_verdict": rec["verdict"],
+            "evidence": rec.get("evidence"),
+            "n_configurations": meta.get("n_configurations", 0),
+        }
+        for rec in prim.to_dict("records")
+    ]
+
+
+def _exploratory_rows(p: Path, meta: dict[str, Any], d: pd.DataFrame, V: Any) -> pd.DataFrame:
+    """The exploratory rows of one folder, with its folder and task in front."""
+    ex = d[d["family"] == V.EXPLORATORY].copy()
+    ex.insert(0, "folder", str(p))
+    ex.insert(1, "task", meta.get("task"))
+    return ex
+
+
+def _primary_table(rows: list[dict[str, Any]], V: Any) -> pd.DataFrame:
+    """The primary rows with the study's ``p_holm`` (Holm over all of them) and verdict, and an
+    empty ``replicated`` column; an empty table with every column when there are none."""
+    import pandas as pd
+
     primary = pd.DataFrame(rows)
     if len(primary):
         primary["p_holm"] = V.holm(pd.to_numeric(primary["p"], errors="coerce").to_numpy(float))
@@ -239,6 +296,12 @@ def study(
     else:
         primary = pd.DataFrame(columns=[*PRIMARY_COLUMNS, "folder_verdict", "n_configurations"])
     primary["replicated"] = ""
+    return primary
+
+
+def _mark_replicated(primary: pd.DataFrame, groups: list[dict[str, Any]], V: Any) -> None:
+    """Set ``replicated`` (yes/no, module doc) per contrast of each group, in ``primary`` (its
+    rows of the group) and in the group's record, in place."""
     for grp in groups:
         reps = grp["replicates"]
         for c in sorted(set(primary.loc[primary["group"] == grp["group"], "contrast"].dropna())):
@@ -251,13 +314,6 @@ def study(
             grp.setdefault("replicated", {})[c] = "yes" if ok else "no"
             sel = (primary["group"] == grp["group"]) & (primary["contrast"] == c)
             primary.loc[sel, "replicated"] = "yes" if ok else "no"
-    primary = primary[[*PRIMARY_COLUMNS]]
-    exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
-    notes = [
-        f"p_holm: Holm over all {len(primary)} primary rows of {len(paths)} folders; "
-        "exploratory rows keep their folder's q_bh and are not verdicts of the study"
-    ]
-    return Study(primary, exploratory, [str(p) for p in paths], groups, notes)
 
 
 def _verdict(r: dict[str, Any], V: Any) -> str:

@@ -259,35 +259,58 @@ def growth_verdict(
     a, b = fits[first], fits[second]
     kk = _k_for([a, b], k)
     word = compare_slopes(a[slope], a[f"{slope}_se"], b[slope], b[f"{slope}_se"], kk)
+    sentence = _pooled_sentence(word, a, b, slope, kk, (first, second), sym)
+    caveats = [c for c in [two_point_caveat(growth, axis, (first, second))] if c]
+    if caveats:
+        sentence = f"{sentence} {' '.join(caveats)}"
+
+    by_name, df_of = _per_fixed_slopes(rows, name_col, slope, (first, second))
+    per = _per_fixed_words(by_name, df_of, (first, second), k)
+    notes = _flip_notes(per, other)
+    for name in (first, second):
+        notes.extend(_interaction_notes(name, by_name[name], df_of, k, sym, other))
+    return Verdict(axis, word, sentence, notes, per, caveats)
+
+
+def _pooled_sentence(
+    word: str,
+    a: Any,
+    b: Any,
+    slope: str,
+    kk: float,
+    names: tuple[str, str],
+    sym: str,
+) -> str:
+    """The sentence of ``growth_verdict`` on the pooled slopes ``a`` and ``b`` of ``names``
+    (``kk`` standard errors apart make a difference), before its caveats."""
     unit = "exponent" if slope == "exponent" else "log10 B per layer"
-    la, lb = first.replace("_", "-"), second.replace("_", "-")
+    la, lb = names[0].replace("_", "-"), names[1].replace("_", "-")
     what = (
         f"{unit} {_pm(a[slope], a[f'{slope}_se'])} ({la}) vs "
         f"{_pm(b[slope], b[f'{slope}_se'])} ({lb})"
     )
     if word == SAME:
-        sentence = (
+        return (
             f"{what}: {_apart(a, b, slope, kk)}, so their growth with {sym} is "
             "not shown to differ on this grid."
         )
-    elif word == UNKNOWN:
-        sentence = (
+    if word == UNKNOWN:
+        return (
             f"{what}: without standard errors (no residual degrees of freedom: too few models "
             f"per fit) this grid cannot tell which grows faster with {sym}."
         )
-    else:
-        sentence = (
-            f"{what}: the spectrum-adaptive proxy grows {word} with {sym} "
-            f"({_apart(a, b, slope, kk)})."
-        )
-    caveats = [c for c in [two_point_caveat(growth, axis, (first, second))] if c]
-    if caveats:
-        sentence = f"{sentence} {' '.join(caveats)}"
+    return (
+        f"{what}: the spectrum-adaptive proxy grows {word} with {sym} ({_apart(a, b, slope, kk)})."
+    )
 
-    per: dict[Any, str] = {}
-    notes: list[str] = []
+
+def _per_fixed_slopes(
+    rows: pd.DataFrame, name_col: str, slope: str, names: tuple[str, str]
+) -> tuple[dict[str, list[tuple[Any, float, float]]], dict[tuple[str, Any], Any]]:
+    """The per-fixed fits of ``names`` in ``rows``: ``(fixed value, slope, se)`` per name, in
+    table order, and each fit's row by ``(name, fixed value)``."""
     fixed = rows[rows["fit"] == "per_fixed"]
-    by_name: dict[str, list[tuple[Any, float, float]]] = {first: [], second: []}
+    by_name: dict[str, list[tuple[Any, float, float]]] = {names[0]: [], names[1]: []}
     df_of: dict[tuple[str, Any], Any] = {}
     for _, r in fixed.iterrows():
         if r[name_col] in by_name:
@@ -295,34 +318,62 @@ def growth_verdict(
                 (r["fixed_value"], float(r[slope]), float(r[f"{slope}_se"]))
             )
             df_of[(r[name_col], r["fixed_value"])] = r
+    return by_name, df_of
+
+
+def _per_fixed_words(
+    by_name: dict[str, list[tuple[Any, float, float]]],
+    df_of: dict[tuple[str, Any], Any],
+    names: tuple[str, str],
+    k: float,
+) -> dict[Any, str]:
+    """The verdict word at each fixed value both names have a fit at, in increasing order."""
+    first, second = names
     fa = {z: (bz, sz) for z, bz, sz in by_name[first]}
     fb = {z: (bz, sz) for z, bz, sz in by_name[second]}
+    per: dict[Any, str] = {}
     for z in sorted(set(fa) & set(fb), key=lambda v: float(v)):
         kz = _k_for([df_of[(first, z)], df_of[(second, z)]], k)
         per[z] = compare_slopes(fa[z][0], fa[z][1], fb[z][0], fb[z][1], kz)
+    return per
+
+
+def _flip_notes(per: dict[Any, str], other: str) -> list[str]:
+    """A note when the per-fixed verdicts say slower at one fixed value and faster at another."""
     decided = {w for w in per.values() if w in (SLOWER, FASTER)}
-    if decided == {SLOWER, FASTER}:
-        where = "; ".join(
-            f"{word_} at {other} = {_fmt_z(z)}"
-            for word_ in (SLOWER, FASTER)
-            for z in [z for z, w in per.items() if w == word_]
-        )
-        notes.append(
-            f"The comparison flips with {other}: the spectrum-adaptive proxy grows "
-            f"{where}; a single pooled verdict would hide this."
-        )
-    for name in (first, second):
-        kn = _k_for([df_of[(name, z)] for z, _, _ in by_name[name]], k)
-        pairs = inconsistent_pairs(by_name[name], kn)
-        if pairs:
-            label = name.replace("_", "-")
-            vals = ", ".join(f"{_fmt_z(z)}: {_pm(bz, sz)}" for z, bz, sz in by_name[name])
-            notes.append(
-                f"The {label} slope against {sym} differs across {other} beyond "
-                f"{_k_text(kn)} combined standard errors ({other} = {vals}): an interaction, "
-                "so the pooled slope is an average of unequal slopes."
-            )
-    return Verdict(axis, word, sentence, notes, per, caveats)
+    if decided != {SLOWER, FASTER}:
+        return []
+    where = "; ".join(
+        f"{word_} at {other} = {_fmt_z(z)}"
+        for word_ in (SLOWER, FASTER)
+        for z in [z for z, w in per.items() if w == word_]
+    )
+    return [
+        f"The comparison flips with {other}: the spectrum-adaptive proxy grows "
+        f"{where}; a single pooled verdict would hide this."
+    ]
+
+
+def _interaction_notes(
+    name: str,
+    slopes: list[tuple[Any, float, float]],
+    df_of: dict[tuple[str, Any], Any],
+    k: float,
+    sym: str,
+    other: str,
+) -> list[str]:
+    """A note when the per-fixed ``slopes`` of ``name`` differ pairwise beyond k combined
+    standard errors (an interaction)."""
+    kn = _k_for([df_of[(name, z)] for z, _, _ in slopes], k)
+    if not inconsistent_pairs(slopes, kn):
+        return []
+    label = name.replace("_", "-")
+    vals = ", ".join(f"{_fmt_z(z)}: {_pm(bz, sz)}" for z, bz, sz in slopes)
+    return [
+        f"The {label} slope against {sym} differs across {other} beyond "
+        f"{_k_text(kn)} combined standard errors ({other} = {vals}): an interaction, "
+        "so the pooled slope is an average of unequal slopes."
+    ]
 
 
 # --- the study's answer beyond the two proxies -------------------------------------------------
