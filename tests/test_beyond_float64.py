@@ -177,8 +177,8 @@ def test_products_beyond_float64_are_undefined_not_guessed(tmp_path):
 
 
 def test_scale_study_of_models_beyond_float64_is_drawn_and_says_undefined(tmp_path):
-    """A scale study of models x1e160 (both proxies beyond float64: empty cells) writes its
-    figures and page (before: an internal error in the growth figure), and the page says the
+    """A scale study of models x1e160 (both proxies beyond float64: empty cells) writes its page
+    (before: an internal error in the growth figure), draws no empty proxy figure, and says the
     proxies are undefined instead of printing "nan"."""
     pytest.importorskip("matplotlib")
     from tests.support.cli_runner import run_cli
@@ -195,4 +195,4 @@ def test_scale_study_of_models_beyond_float64_is_drawn_and_says_undefined(tmp_pa
     page = re.sub(r'src="data:[^"]*"', "", (out / "report.html").read_text())
     assert re.search(r"\bnan\b", page, re.IGNORECASE) is None
     assert "proxy is beyond float64 (undefined) for every model" in page
-    assert len(list((out / "figures").glob("growth_vs_*"))) >= 1
+    assert not list((out / "figures").glob("growth_vs_*"))  # nothing defined to draw

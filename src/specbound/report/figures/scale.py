@@ -108,6 +108,8 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
     curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
     ds = np.concatenate([d for _, d in curves.values()])
     ds = ds[np.isfinite(ds)]
+    if ds.size == 0:  # every proxy beyond float64: nothing to draw (the page says undefined)
+        return None
     as_ratio = ds.size > 0 and float(np.max(np.abs(ds))) < 300
     fig, axes = plt.subplots(
         1, len(proxies), figsize=(WIDTH, 4.4), sharey=True, squeeze=False, layout="constrained"
@@ -185,7 +187,7 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     plt = require_matplotlib()
     m = study.models
     proxies = [(p, c) for p in PROXY_LABELS if (c := _proxy_column(m, p)) is not None]
-    if not proxies or m.empty:
+    if not proxies or m.empty or not any(np.isfinite(_numbers(m[c])).any() for _, c in proxies):
         return None
     labels = [f"L{r.num_layers} N{r.hidden_size}" for r in m.itertuples()]
     x = np.arange(len(m))
