@@ -443,8 +443,8 @@ def test_scale_models_table_one_share_column_in_percent() -> None:
 
 
 def test_trajectory_metrics_exclude_computed_columns() -> None:
+    from specbound.studies.trajectory import metric_columns
     from specbound.track import NOTE_COLUMN, computed_columns
-    from specbound.track.trajectory import metric_columns
 
     cols = ["step", "wall_s", "analysis_s", "train_acc", "test_acc", *computed_columns()]
     assert NOTE_COLUMN in cols and "QK_mean_p_star" in cols
@@ -574,7 +574,7 @@ def _unstable_track(path: Path) -> Path:
 
 def test_trajectory_claims_scoped_instability_undefined_and_ceiling(tmp_path: Path) -> None:
     from specbound.report.pages.trajectory import write_trajectory_report
-    from specbound.track.trajectory import milestones, movement
+    from specbound.studies.trajectory import milestones, movement
 
     track = _unstable_track(tmp_path / "run")
     write_trajectory_report(track, tmp_path / "out")
@@ -696,7 +696,7 @@ def test_trajectory_contract_summary_and_to_dir(tmp_path: Path) -> None:
 
     from specbound.errors import SpecboundError
     from specbound.report.pages.trajectory import write_report
-    from specbound.track.trajectory import read_trajectory
+    from specbound.studies.trajectory import read_trajectory
 
     t = read_trajectory(_grokking_track(tmp_path / "run"))
     summary = t.summary()
@@ -710,5 +710,5 @@ def test_trajectory_contract_summary_and_to_dir(tmp_path: Path) -> None:
     }
     out = t.to_dir(tmp_path / "out", extra=lambda tmp: write_report(t, tmp))
     assert (out / "report.html").is_file() and (out / "figures").is_dir()
-    with pytest.raises(SpecboundError, match="^gap must be one of"):
+    with pytest.raises(SpecboundError, match=r"^gap must be one of"):
         read_trajectory(tmp_path / "run", "bogus")

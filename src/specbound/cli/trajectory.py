@@ -29,7 +29,7 @@ def trajectory_command(
     """Measures recorded during training against step, with the generalization gap."""
     from ..report.figures.style import require_matplotlib
     from ..report.pages.trajectory import write_report
-    from ..track.trajectory import read_trajectory
+    from ..studies.trajectory import read_trajectory
 
     formats = check_figure_formats(figure_formats)
     require_matplotlib()

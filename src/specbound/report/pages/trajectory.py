@@ -7,10 +7,10 @@ measures moved at the test metric's step, every such claim scoped to the statist
 with train accuracy more than :data:`DIP` below its maximum: counted) and measures that swing
 after the plateau more than they drift (:data:`SWING`); the rank-ceiling caveat when share
 p*=0 is high (:data:`HIGH_SHARE`). A series that does not move has no half-change step
-(``track.trajectory.movement``: net change below ``NET_TOL`` of its range, or a range below
+(``studies.trajectory.movement``: net change below ``NET_TOL`` of its range, or a range below
 ``FLAT_TOL`` of its size). Measures are written with 3 significant digits, never rounded to
 integers. Then the metrics and mean p* panels, one panel per measure, the milestones and every
-row (paged). The rows and milestones are a ``track.trajectory.Trajectory``, whose ``to_dir``
+row (paged). The rows and milestones are a ``studies.trajectory.Trajectory``, whose ``to_dir``
 writes the folder with :func:`write_report` (figures/, report.html) as ``extra``.
 """
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...studies.gap import resolve_gap
-from ...track.trajectory import (
+from ...studies.trajectory import (
     FLAT_TOL,
     NET_TOL,
     Trajectory,

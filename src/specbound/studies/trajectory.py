@@ -2,8 +2,8 @@
 
 ``read_trajectory(track, gap_kind)`` returns a :class:`Trajectory`:
 
-- ``rows``: the validated rows of track.csv (``trackfile.read_track``);
-- ``milestones()``: per measure, metric and the generalization gap (``studies.gap``), the first
+- ``rows``: the validated rows of track.csv (``track.trackfile.read_track``);
+- ``milestones()``: per measure, metric and the generalization gap (:mod:`.gap`), the first
   and last finite value and the half-change step (``half_change_step``): the first step by
   which the series had covered half of its net change. A series that does not move has none:
   its net change is below :data:`NET_TOL` of the range it swept (it ends where it started), or
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import SpecboundError
-from .trackfile import TRACK_CSV, read_track
+from ..track.trackfile import TRACK_CSV, read_track
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,7 @@ MILESTONE_COLUMNS = ["series", "kind", "first", "last", "half_change_step", "not
 def track_gap(df: pd.DataFrame, kind: str) -> Any:
     """The gap of ``kind`` (auto, acc or loss: ``studies.gap.resolve_gap``) in the columns of
     ``df``, or None when the loop reported no such pair. An unknown ``kind`` is refused."""
-    from ..studies.gap import normalize_kind, resolve_gap
+    from .gap import normalize_kind, resolve_gap
 
     normalize_kind(kind, "gap")
     return resolve_gap(df.columns, kind, strict=False)
@@ -54,7 +54,7 @@ def gap(df: pd.DataFrame, kind: str = "auto") -> tuple[str, np.ndarray] | None:
 
 def measure_columns(df: pd.DataFrame) -> list[str]:
     """The measure columns of ``df`` with at least one finite value, in SPEC 9 order."""
-    from . import all_data_measure_names, all_measure_names
+    from ..track import all_data_measure_names, all_measure_names
 
     return [
         m
@@ -65,7 +65,7 @@ def measure_columns(df: pd.DataFrame) -> list[str]:
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """The columns the training loop reported (not computed by the tracker)."""
-    from . import (
+    from ..track import (
         ANALYSIS_COLUMNS,
         BASE_COLUMNS,
         NOTE_COLUMNS,
@@ -98,7 +98,7 @@ def movement(v: np.ndarray) -> str:
 
 
 def _milestone(name: str, kind: str, steps: np.ndarray, v: np.ndarray) -> dict[str, Any]:
-    from . import half_change_step
+    from ..track import half_change_step
 
     ok = np.isfinite(v)
     why = movement(v)
