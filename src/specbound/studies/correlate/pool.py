@@ -189,97 +189,28 @@ def pool(
 ) -> Correlation:
     """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
     gap; measures are those every part has (the others are dropped with a note)."""
-    import pandas as pd
-
     from . import table as T
-    from .ceiling import CEILING_COLUMNS, rank_ceiling
-    from .result import SKIPPED_COLUMNS, Correlation
+    from .ceiling import rank_ceiling
+    from .result import Correlation
 
     if not parts:
         raise SpecboundError("pool needs at least one zoo")
     first = parts[0]
-    for q in parts[1:]:
-        for what, a, b in (
-            ("task", first.task, q.task),
-            ("axes", first.axes, q.axes),
-            ("gap", first.gap, q.gap),
-        ):
-            if a != b:
-                raise SpecboundError(
-                    f"cannot pool {first.source} and {q.source}: their {what} differ "
-                    f"({a} vs {b}); pool zoos of one grid only"
-                )
-    names = [q.name for q in parts]
-    if len(set(names)) != len(names):
-        names = [f"{q.name}#{i + 1}" for i, q in enumerate(parts)]
+    _check_alike(parts)
+    names = _names(parts)
     measures = [m for m in first.measures if all(m in q.measures for q in parts)]
     dropped = sorted({m for q in parts for m in q.measures} - set(measures))
-    frames, skipped = [], []
-    counts: dict[str, int] = {}
-    for q in parts:  # a name is prefixed with its zoo only where two parts share it
-        gone = q.skipped["model"].astype(str) if "model" in q.skipped.columns else []
-        for m in {*q.models["model"].astype(str), *gone}:
-            counts[m] = counts.get(m, 0) + 1
-    for name, q in zip(names, parts, strict=True):
-        m = q.models.copy()
-        m["model"] = [
-            f"{name}/{x}" if counts[str(x)] > 1 else str(x) for x in m["model"].astype(str)
-        ]
-        if "zoo" not in m.columns:
-            m.insert(1, "zoo", name)
-        frames.append(m)
-        s = q.skipped.copy()
-        if len(s):
-            s["model"] = [
-                f"{name}/{x}" if counts[str(x)] > 1 else str(x) for x in s["model"].astype(str)
-            ]
-        skipped.append(s)
-    models = pd.concat(frames, ignore_index=True, sort=False)
-    for c in CEILING_COLUMNS:
-        if c not in models.columns:
-            models[c] = math.nan
-    front = ["model", "zoo", *first.axes]
-    rest = [
-        c
-        for c in models.columns
-        if c not in front
-        and c not in measures
-        and c not in ("gap", "converged", *CEILING_COLUMNS)
-        and c not in dropped
-    ]
-    tail = ["gap", *(["converged"] if "converged" in models.columns else [])]
-    models = models[front + rest + tail + measures + list(CEILING_COLUMNS)]
-    known = [q.missing for q in parts if q.missing is not None]
-    missing = sorted(set.intersection(*map(set, known))) if known else []
+    models, skipped = _joined(parts, names)
+    models = _ordered(models, first.axes, measures, dropped)
+    missing = _missing(parts)
     tables = T.correlation_study(
         models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level, missing=missing
     )
-    notes = [n for q in parts for n in q.notes]
-    if len(parts) > 1:
-        notes.append(
-            f"{len(parts)} zoos pooled ({', '.join(names)}): configurations pooled by axis "
-            "values, each model's source in the 'zoo' column"
-        )
-    if any(is_result_folder(q.source) for q in parts):
-        notes.append(
-            "re-evaluated from the models.csv of "
-            + ", ".join(q.source for q in parts if is_result_folder(q.source))
-            + " (no model analyzed again)"
-        )
-    if dropped:
-        notes.append(f"measures not in every zoo, left out: {', '.join(dropped)}")
-    if missing:
-        notes.append(
-            f"{len(missing)} configurations of the grid have no usable model in any zoo; "
-            "they are named beside every verdict"
-        )
-    notes += tables.notes
-    skip = pd.concat(skipped, ignore_index=True) if skipped else pd.DataFrame()
-    skip = skip.reindex(columns=list(SKIPPED_COLUMNS))
+    notes = _notes(parts, names, dropped, missing) + tables.notes
     return Correlation(
         models=models,
         correlation=tables.correlation,
-        skipped=skip,
+        skipped=_skipped(skipped),
         axes=list(first.axes),
         measures=measures,
         gap=first.gap,
@@ -300,3 +231,120 @@ def pool(
         primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
     )
+
+
+def _check_alike(parts: Sequence[Part]) -> None:
+    """Raise unless every part has the first one's task, axes and gap (checked in that order)."""
+    first = parts[0]
+    for q in parts[1:]:
+        for what, a, b in (
+            ("task", first.task, q.task),
+            ("axes", first.axes, q.axes),
+            ("gap", first.gap, q.gap),
+        ):
+            if a != b:
+                raise SpecboundError(
+                    f"cannot pool {first.source} and {q.source}: their {what} differ "
+                    f"({a} vs {b}); pool zoos of one grid only"
+                )
+
+
+def _names(parts: Sequence[Part]) -> list[str]:
+    """The parts' names; numbered (``name#i``) when two parts share one."""
+    names = [q.name for q in parts]
+    if len(set(names)) != len(names):
+        names = [f"{q.name}#{i + 1}" for i, q in enumerate(parts)]
+    return names
+
+
+def _missing(parts: Sequence[Part]) -> list[str]:
+    """The configurations no part has a usable model of (of the parts that name theirs)."""
+    known = [q.missing for q in parts if q.missing is not None]
+    return sorted(set.intersection(*map(set, known))) if known else []
+
+
+def _joined(parts: Sequence[Part], names: list[str]) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """Every part's models in one table (a 'zoo' column added where absent), and every part's
+    skipped models; a model name is prefixed with its zoo only where two parts share it."""
+    import pandas as pd
+
+    counts: dict[str, int] = {}
+    for q in parts:
+        gone = q.skipped["model"].astype(str) if "model" in q.skipped.columns else []
+        for m in {*q.models["model"].astype(str), *gone}:
+            counts[m] = counts.get(m, 0) + 1
+    frames, skipped = [], []
+    for name, q in zip(names, parts, strict=True):
+        m = q.models.copy()
+        m["model"] = _prefixed(m["model"], name, counts)
+        if "zoo" not in m.columns:
+            m.insert(1, "zoo", name)
+        frames.append(m)
+        s = q.skipped.copy()
+        if len(s):
+            s["model"] = _prefixed(s["model"], name, counts)
+        skipped.append(s)
+    return pd.concat(frames, ignore_index=True, sort=False), skipped
+
+
+def _prefixed(column: pd.Series, name: str, counts: dict[str, int]) -> list[str]:
+    return [f"{name}/{x}" if counts[str(x)] > 1 else str(x) for x in column.astype(str)]
+
+
+def _ordered(
+    models: pd.DataFrame, axes: list[str], measures: list[str], dropped: list[str]
+) -> pd.DataFrame:
+    """The pooled columns in order: model, zoo, the axes, the others (less the dropped
+    measures), gap, converged, the measures, the ceiling columns (added as NaN where absent)."""
+    from .ceiling import CEILING_COLUMNS
+
+    for c in CEILING_COLUMNS:
+        if c not in models.columns:
+            models[c] = math.nan
+    front = ["model", "zoo", *axes]
+    rest = [
+        c
+        for c in models.columns
+        if c not in front
+        and c not in measures
+        and c not in ("gap", "converged", *CEILING_COLUMNS)
+        and c not in dropped
+    ]
+    tail = ["gap", *(["converged"] if "converged" in models.columns else [])]
+    return models[front + rest + tail + measures + list(CEILING_COLUMNS)]
+
+
+def _notes(
+    parts: Sequence[Part], names: list[str], dropped: list[str], missing: list[str]
+) -> list[str]:
+    """The parts' notes, then what pooling did (before the study's own notes)."""
+    notes = [n for q in parts for n in q.notes]
+    if len(parts) > 1:
+        notes.append(
+            f"{len(parts)} zoos pooled ({', '.join(names)}): configurations pooled by axis "
+            "values, each model's source in the 'zoo' column"
+        )
+    if any(is_result_folder(q.source) for q in parts):
+        notes.append(
+            "re-evaluated from the models.csv of "
+            + ", ".join(q.source for q in parts if is_result_folder(q.source))
+            + " (no model analyzed again)"
+        )
+    if dropped:
+        notes.append(f"measures not in every zoo, left out: {', '.join(dropped)}")
+    if missing:
+        notes.append(
+            f"{len(missing)} configurations of the grid have no usable model in any zoo; "
+            "they are named beside every verdict"
+        )
+    return notes
+
+
+def _skipped(skipped: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts' skipped models in one table of ``SKIPPED_COLUMNS``."""
+    import pandas as pd
+
+    from .result import SKIPPED_COLUMNS
+
+    skip = pd.concat(skipped, ignore_index=True) if skipped else pd.DataFrame()
+    return skip.reindex(columns=list(SKIPPED_COLUMNS))

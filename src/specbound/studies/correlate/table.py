@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
+from . import rows as R
 from . import stats as S
 from . import verdicts as V
-from .mutual_info import cmi, cmi_draws
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,63 +73,6 @@ class Tables:
     missing: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _Measure:
-    """What the verdicts need of one measure beside its draws: its configurations, its strata
-    of n with >= 3 configurations, and per statistic why it cannot see what the statistic
-    measures ("" when it can)."""
-
-    n_configurations: int
-    n_strata_ok: int
-    blind: dict[str, str]
-
-
-def _blind(mu: np.ndarray, design: S.Design, axes: Sequence[str]) -> dict[str, str]:
-    """Per statistic of ``INTERVAL_STATS``: why ``mu`` is blind to it, or ""."""
-
-    def constant(groups: Sequence[np.ndarray]) -> bool:
-        sized = [grp for grp in groups if grp.size >= 2]
-        return bool(sized) and all(np.unique(mu[grp]).size == 1 for grp in sized)
-
-    out = {st: "" for st in INTERVAL_STATS}
-    if mu.size >= 2 and np.unique(mu).size == 1:
-        out["kendall_tau"] = "constant on every model"
-    if design.strata is not None and constant(design.strata):
-        out["tau_fixed_n"] = "constant within every value of n"
-    for st in ("psi", "psi_fixed_n"):
-        for a, groups in enumerate(design.groups):
-            if st == "psi_fixed_n" and a == design.n_axis:
-                continue
-            if constant(groups):
-                out[st] = f"constant on every group of axis {axes[a]}"
-                break
-    return out
-
-
-def _strata_ok(design: S.Design) -> int:
-    if design.strata is None:
-        return 0
-    return sum(
-        int(np.unique(design.config[idx]).size >= V.MIN_STRATUM_CONFIGURATIONS)
-        for idx in design.strata
-    )
-
-
-def _boot(
-    mu: np.ndarray,
-    g: np.ndarray,
-    design: S.Design,
-    counts: np.ndarray,
-    cfg: np.ndarray,
-    n_conf: int,
-) -> list[S.Stats]:
-    """The statistics on every resample of ``counts`` (draws x configurations), in chunks."""
-    return [
-        S.statistics(mu, g, design, counts[c][:, cfg], within=1.0 - 1.0 / n_conf)
-        for c in S.draw_chunks(mu.size, counts.shape[0])
-    ]
-
-
 def correlation_study(
     models: pd.DataFrame,
     measures: Sequence[str],
@@ -155,105 +98,24 @@ def correlation_study(
             raise SpecboundError(f"the models table has no column '{c}'")
     bootstrap, seed = check_bootstrap(bootstrap, seed)
     level = check_level(level)
-    g_all = pd.to_numeric(models[gap], errors="coerce").to_numpy(float)
-    codes_all = axis_codes(models, axes)
-    n_all = (
-        pd.to_numeric(models[N_COLUMN], errors="coerce").to_numpy(float)
-        if N_COLUMN in models.columns
-        else None
-    )
-    size = size_axis(models, axes)
-    n_axis = None if size is None else axes.index(size)
-    config_all = S.row_ids(codes_all)
-    n_conf = int(np.unique(config_all).size)
-    n_sizes = 0 if n_all is None else int(np.unique(n_all[np.isfinite(n_all)]).size)
-    pstat = V.primary_statistic(n_sizes)
-    primary_names = [
-        m for c in V.PRIMARY_CONTRASTS if c[1] in measures and c[2] in measures for m in c[1:]
-    ]
-    p_boot = max(bootstrap, V.PRIMARY_BOOTSTRAP) if bootstrap > 0 and primary_names else 0
-    check_size(len(models), n_conf, max(bootstrap, p_boot))
-    counts = S.bootstrap_config_counts(n_conf, bootstrap, seed) if bootstrap > 0 else None
-    p_counts = S.bootstrap_config_counts(n_conf, p_boot, seed) if p_boot > 0 else None
-    designs: dict[bytes, S.Design] = {}
+    su = R.setup(
+        models, measures, axes, gap=gap, bootstrap=bootstrap, seed=seed, level=level,
+        missing=missing,
+    )  # fmt: skip
     rows, draws, p_draws, info = [], {}, {}, {}
     for name in measures:
-        mu_all = pd.to_numeric(models[name], errors="coerce").to_numpy(float)
-        ok = np.isfinite(mu_all) & np.isfinite(g_all)
-        mu, g = mu_all[ok], g_all[ok]
-        key = ok.tobytes()
-        if key not in designs:  # groups and strata depend on the models only, not on mu
-            designs[key] = S.make_design(
-                codes_all[ok], None if n_all is None else n_all[ok], n_axis
-            )
-        design = designs[key]
-        m = int(ok.sum())
-        point = S.statistics(mu, g, design, np.ones((1, m)))
-        boot: dict[str, np.ndarray] = {}
-        cfg = config_all[ok]
-        cmi_lo = cmi_hi = math.nan
-        cmi_min, cs = cmi(mu, g, codes_all[ok]) if m > 0 else (math.nan, None)
-        if counts is not None and m > 0:
-            parts = _boot(mu, g, design, counts, cfg, n_conf)
-            for st in INTERVAL_STATS:
-                boot[st] = np.concatenate([getattr(p, st) for p in parts])
-            for i, a in enumerate(axes):
-                boot[f"sign_error_{a}"] = np.concatenate([p.sign_axes[i] for p in parts])
-            cmi_lo, cmi_hi = S.percentile_interval(
-                cmi_draws(mu, g, codes_all[ok], counts[:, cfg]), level, cmi_min
-            )
-        if p_counts is not None and m > 0 and name in primary_names:
-            parts = _boot(mu, g, design, p_counts, cfg, n_conf)
-            p_draws[name] = np.concatenate([getattr(p, pstat) for p in parts])
-        draws[name] = boot
-        row: dict[str, Any] = {
-            "measure": name,
-            "n_models": m,
-            "n_configurations": int(np.unique(config_all[ok]).size),
-        }
-        info[name] = _Measure(row["n_configurations"], _strata_ok(design), _blind(mu, design, axes))
-        for st in INTERVAL_STATS:
-            row[st] = float(getattr(point, st)[0])
-            lo, hi = (
-                S.percentile_interval(boot[st], level, row[st]) if st in boot else (math.nan,) * 2
-            )
-            row[f"{st}_low"], row[f"{st}_high"] = lo, hi
-        for i, a in enumerate(axes):
-            row[f"psi_{a}"] = float(point.psi_axes[i][0])
-            row[f"psi_{a}_groups"] = int(point.psi_groups[i][0])
-            row[f"psi_{a}_pairs"] = int(point.psi_pairs[i][0])
-            row[f"sign_error_{a}"] = float(point.sign_axes[i][0])
-            key_a = f"sign_error_{a}"
-            lo, hi = (
-                S.percentile_interval(boot[key_a], level, row[key_a])
-                if key_a in boot
-                else (math.nan,) * 2
-            )
-            row[f"sign_error_{a}_low"], row[f"sign_error_{a}_high"] = lo, hi
-            row[f"sign_error_{a}_pairs"] = int(point.sign_pairs[i][0])
-        row["cmi"] = cmi_min
-        row["cmi_low"], row["cmi_high"] = cmi_lo, cmi_hi
-        row["cmi_axes"] = None if cs is None else "+".join(axes[i] for i in cs) if cs else EMPTY_SET
-        row["sign_error"] = float(point.sign_error[0])
-        robust, raxis = S.robust_sign_error(
-            [float(x[0]) for x in point.sign_axes], [float(x[0]) for x in point.sign_pairs]
-        )
-        row["sign_error_robust"] = robust
-        row["sign_error_robust_axis"] = S.TOO_FEW_PAIRS if raxis is None else axes[raxis]
-        row["verdict"] = verdict(
-            row,
-            axes,
-            bootstrap=bootstrap,
-            n_strata_ok=info[name].n_strata_ok,
-            missing=missing,
-        )
-        rows.append(row)
+        ev = R.measure_row(models, name, su)
+        if ev.p_draw is not None:
+            p_draws[name] = ev.p_draw
+        draws[name] = ev.boot
+        info[name] = ev.info
+        rows.append(ev.row)
     corr = pd.DataFrame(rows, columns=correlation_columns(axes))
     expl = differences(corr, draws, level)
-    prim = primary_differences(corr, p_draws, pstat, level, measures)
-    diffs = with_verdicts(prim, expl, info, bootstrap, p_boot, missing)
-    notes = degenerate_notes(models, axes, n_all, config_all, bootstrap, corr)
-    return Tables(corr, diffs, notes, n_conf, pstat, p_boot, missing)
+    prim = primary_differences(corr, p_draws, su.pstat, level, measures)
+    diffs = with_verdicts(prim, expl, info, bootstrap, su.p_boot, missing)
+    notes = degenerate_notes(models, axes, su.n_all, su.config_all, bootstrap, corr)
+    return Tables(corr, diffs, notes, su.n_conf, su.pstat, su.p_boot, missing)
 
 
 def correlation_table(
@@ -375,7 +237,7 @@ def primary_differences(
     return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS[:10])
 
 
-def _comparable(row: dict[str, Any], info: dict[str, _Measure]) -> str:
+def _comparable(row: dict[str, Any], info: dict[str, R.Measure]) -> str:
     """Why the row's comparison cannot mean anything, "" when it can."""
     st, a, b = row["statistic"], row["measure"], row["versus"]
     if st.endswith("_fixed_n") and b == _twin(a):
@@ -392,7 +254,7 @@ def _comparable(row: dict[str, Any], info: dict[str, _Measure]) -> str:
 def with_verdicts(
     primary: pd.DataFrame,
     exploratory: pd.DataFrame,
-    info: dict[str, _Measure],
+    info: dict[str, R.Measure],
     bootstrap: int,
     primary_bootstrap: int,
     missing: Sequence[str] = (),
