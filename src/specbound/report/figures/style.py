@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError
 
 DPI = 200
 WIDTH = 9.0  # inches: a full-width figure
@@ -86,7 +86,8 @@ def figure_formats(value: str | Sequence[str] | None = None) -> tuple[str, ...]:
     if bad or not names:
         got = value if isinstance(value, str) else ",".join(items)
         raise SpecboundError(
-            f"figure_formats must be a comma list of {', '.join(FORMATS)} (got {got!r})"
+            Param("figure_formats"),
+            f" must be a comma list of {', '.join(FORMATS)} (got {got!r})",
         )
     return tuple(dict.fromkeys(names))
 
