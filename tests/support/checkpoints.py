@@ -1,8 +1,8 @@
 """Random checkpoints written to disk for plumbing tests (a helper module, not a test file):
 ``write_tiny_bert`` (config.json + safetensors, optionally sharded, bf16, prefixed, ...).
 
-Use it as ``from tests.support.checkpoints import write_tiny_bert``, or through the ``tiny_bert`` fixture of
-conftest.py (a writer into the test's tmp_path).
+Use it as ``from tests.support.checkpoints import write_tiny_bert``, or through the
+``tiny_bert`` fixture of conftest.py (a writer into the test's tmp_path).
 """
 
 from __future__ import annotations
