@@ -5,7 +5,7 @@ Readers: :func:`check_regular_file` (a FIFO would block forever, a directory is 
 :func:`read_small_file` (at most ``MAX_JSON_BYTES``), :func:`parse_json` (duplicate keys
 refused; one-line errors naming the file).
 
-Writers: :func:`json_safe` / :func:`json_records` / :func:`dumps_json` / :func:`write_json`
+Writers: :func:`json_safe` / :func:`dumps_json` / :func:`write_json`
 never emit ``NaN`` or ``Infinity`` (invalid JSON): a non-finite float is written ``null``; where
 a value may lie beyond float64 the caller keeps its log10 beside it (SPEC 6).
 :func:`atomic_file` and :func:`atomic_write_text` write a temp file beside the target and rename
@@ -190,18 +190,6 @@ def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     if default is not None:
         return json_safe(default(obj), default=default)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
-def json_records(frame: Any) -> list[dict[str, Any]]:
-    """A pandas DataFrame as JSON-safe records: one dict per row, keys in column order, every
-    cell through :func:`json_safe` (pandas' ``NA`` -> None). What a study's ``summary()`` holds
-    in place of its tables."""
-    import pandas as pd
-
-    return [
-        {str(k): None if v is pd.NA else json_safe(v) for k, v in row.items()}
-        for row in frame.to_dict("records")
-    ]
 
 
 def _json_key(key: Any) -> Any:

@@ -75,9 +75,9 @@ class Study:
         content of study.json (``protocol``, ``folders``, ``n_primary``, ``holm_over``,
         ``verdicts``: counts per verdict, ``groups``, ``notes``), then ``primary``: the primary
         table as records (a missing cell None), which primary.csv holds on disk."""
-        from ..io.files import json_records
+        from ..io.files import json_safe
 
-        return {**self._study_json(), "primary": json_records(self.primary)}
+        return {**self._study_json(), "primary": json_safe(self.primary)}
 
     def _study_json(self) -> dict[str, Any]:
         """study.json: the folders, the replicate groups, counts of verdicts, notes."""

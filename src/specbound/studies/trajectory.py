@@ -146,9 +146,9 @@ class Trajectory:
         """What ``specbound trajectory --json`` prints, less the report path the CLI adds: a
         JSON-ready dict (``json.dumps(..., allow_nan=False)`` holds) with ``rows`` (the number
         of evaluations) and ``milestones`` (as records, an undefined value None)."""
-        from ..io.files import json_records
+        from ..io.files import json_safe
 
-        return {"rows": len(self.rows), "milestones": json_records(self.milestones())}
+        return {"rows": len(self.rows), "milestones": json_safe(self.milestones())}
 
     def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
         """Write the validated rows as track.csv into ``path`` through ``io.output_dir`` (one

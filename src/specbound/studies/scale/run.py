@@ -101,7 +101,7 @@ class Study:
         ``models`` and ``growth`` (the tables as records, a missing cell None); ``verdict`` (per
         axis with a pooled fit of both proxies, ``verdict.growth_verdict``'s ``sentence`` and
         ``interaction`` notes); ``skipped`` (``{"model", "reason"}`` each); ``missing``."""
-        from ...io.files import json_records, json_safe
+        from ...io.files import json_safe
         from .verdict import growth_verdict
 
         g = self.growth
@@ -113,8 +113,8 @@ class Study:
         return json_safe(
             {
                 "title": self.title,
-                "models": json_records(self.models),
-                "growth": json_records(g),
+                "models": json_safe(self.models),
+                "growth": json_safe(g),
                 "verdict": verdicts,
                 "skipped": [{"model": m, "reason": r} for m, r in self.skipped],
                 "missing": list(self.missing),
