@@ -34,6 +34,9 @@ Other tools' variables that specbound honours:
 ``HF_HOME`` / ``HF_HUB_CACHE`` / ``HF_ENDPOINT``
     Read by huggingface_hub itself (where its cache is, which hub); specbound asks
     huggingface_hub (:func:`hf_hub_cache`, :func:`hf_endpoint`) rather than re-deriving them.
+
+And what the machine gives this process, asked in one place: :func:`usable_cpus` (every
+default number of workers and threads, and every limit on them, is counted from it).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "lapack_backend",
     "parallel_mode",
     "ray_address",
+    "usable_cpus",
 ]
 
 #: Every variable named above (for documentation and tests).
@@ -149,3 +153,12 @@ def hf_endpoint() -> str:
     from huggingface_hub import constants
 
     return str(constants.ENDPOINT)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on, >= 1: ``len(os.sched_getaffinity(0))`` (a container's or
+    ``taskset``'s limit), ``os.cpu_count()`` where the platform has no affinity."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

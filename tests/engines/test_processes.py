@@ -1,24 +1,43 @@
-"""``engines.processes.run_in_processes``: every job's outcome, a dead worker costs only its
-job (retried once in a fresh process, then failed naming the signal), errors are one line, and
-closing early leaves no process behind."""
+"""``engines.processes.ProcessEngine``: the Engine protocol over spawned worker processes.
+
+Every job's outcome once; a dead worker costs only its job (retried once in a fresh process,
+then a JobError naming the signal, ``input_error=False``); a job's error is one line and an
+OSError keeps its cause and path; workers ignore SIGINT from their first instruction; closing
+early, or ``close()`` after ``start()``, leaves no process behind.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
 
 import pytest
 
-from specbound.engines.processes import death_reason, run_in_processes
+from specbound.engines.base import Engine, JobError, closing_map
+from specbound.engines.processes import ProcessEngine, ProcessOptions, death_reason
+from specbound.errors import SpecboundError
 from tests.support.procjobs import (
     MARKS,
+    bad_input_on_three,
     die_on_three,
     die_once,
+    disk_full,
     fail_on_three,
     pid_of_worker,
+    sigint_handling,
     square,
 )
+
+
+def _engine(workers: int = 2, **kw: object) -> ProcessEngine:
+    return ProcessEngine(ProcessOptions(workers=workers, **kw))  # type: ignore[arg-type]
+
+
+def _run(fn, jobs, workers=2, **kw):
+    with closing_map(_engine(workers, **kw).map(fn, jobs)) as outcomes:
+        return list(outcomes)
 
 
 def _alive(pid: int) -> bool:
@@ -40,48 +59,105 @@ def _wait_gone(pids, seconds=10.0):
         time.sleep(0.05)
 
 
-def test_every_job_once_with_its_value():
-    got = list(run_in_processes(square, [(k, k) for k in range(7)], 2))
-    assert sorted(d.key for d in got) == list(range(7))
-    assert all(d.ok and d.value == d.key**2 and d.took >= 0 for d in got)
+def test_it_is_an_engine():
+    e = _engine()
+    assert isinstance(e, Engine) and e.distributed and e.spectra_fn() is None
+
+
+@pytest.mark.parametrize(("workers", "here"), [(1, False), (3, False), (1, True), (3, True)])
+def test_every_job_once_with_its_value(workers, here):
+    jobs = list(range(7))
+    seen: list[tuple[int, int]] = []
+    with closing_map(
+        _engine(workers, here=here).map(square, jobs, progress=lambda d, n: seen.append((d, n)))
+    ) as outcomes:
+        got = list(outcomes)
+    assert sorted(got) == [(k, k * k) for k in jobs]
+    assert seen == [(d, 7) for d in range(1, 8)]
 
 
 def test_an_error_fails_its_job_alone_in_one_line():
-    got = {d.key: d for d in run_in_processes(fail_on_three, [(k, k) for k in range(5)], 2)}
-    assert [k for k, d in got.items() if not d.ok] == [3]
-    assert got[3].reason == "ValueError: three is not allowed"
-    assert all(got[k].value == k for k in (0, 1, 2, 4))
+    got = dict(_run(fail_on_three, list(range(5))))
+    assert got[3] == JobError("ValueError: three is not allowed", input_error=False)
+    assert {k: v for k, v in got.items() if k != 3} == {0: 0, 1: 1, 2: 2, 4: 4}
+    got = dict(_run(bad_input_on_three, list(range(5))))
+    assert got[3] == JobError("three is bad input", input_error=True)
+
+
+def test_a_full_disk_keeps_its_cause_and_path():
+    got = dict(_run(disk_full, list(range(5))))
+    reason = got[3].reason
+    assert "No space left on device" in reason and "/full/disk/3" in reason, reason
+    assert "\n" not in reason and not got[3].input_error
 
 
 def test_a_killed_worker_is_retried_once_in_a_fresh_process(tmp_path, monkeypatch):
     monkeypatch.setenv(MARKS, str(tmp_path))
-    got = {d.key: d for d in run_in_processes(die_once, [(k, k) for k in range(4)], 2)}
-    assert all(d.ok and d.value == k for k, d in got.items()) and len(got) == 4
+    got = dict(_run(die_once, list(range(4))))
+    assert got == {k: k for k in range(4)}
     assert len(list(tmp_path.glob("died-*"))) == 4  # each died once, each was retried
 
 
 def test_a_job_that_kills_its_worker_twice_fails_naming_the_signal():
-    got = {d.key: d for d in run_in_processes(die_on_three, [(k, k) for k in range(6)], 2)}
-    assert [k for k, d in got.items() if not d.ok] == [3]
-    assert got[3].reason == (
-        "worker process killed by SIGKILL twice (retried once in a fresh worker)"
+    got = dict(_run(die_on_three, list(range(6))))
+    assert got[3] == JobError(
+        "worker process killed by SIGKILL twice (retried once in a fresh worker)",
+        input_error=False,
     )
-    assert all(got[k].value == k for k in (0, 1, 2, 4, 5))
+    assert {k: v for k, v in got.items() if k != 3} == {k: k for k in (0, 1, 2, 4, 5)}
 
 
 def test_without_retries_the_first_death_fails_the_job():
-    got = {d.key: d for d in run_in_processes(die_on_three, [(3, 3)], 1, retries=0)}
-    assert got[3].reason == "worker process killed by SIGKILL"
+    got = dict(_run(die_on_three, [3], workers=1, retries=0))
+    assert got[3] == JobError("worker process killed by SIGKILL", input_error=False)
+
+
+def test_here_runs_a_lone_job_in_this_process_and_spawns_nothing():
+    assert _run(pid_of_worker, [0], here=True) == [(0, os.getpid())]
+    pids = {pid for _, pid in _run(pid_of_worker, list(range(6)), workers=1)}
+    assert os.getpid() not in pids and len(pids) == 1  # one worker, kept for every job
+
+
+def test_workers_ignore_sigint_from_the_start():
+    got = _run(sigint_handling, [0, 1], workers=2)
+    assert [out for _, out in got] == [(True, False), (True, False)]
 
 
 def test_closing_early_stops_every_worker_at_once():
     """What Ctrl-C does: the exception ends the generator, whose cleanup ends the workers."""
-    it = run_in_processes(pid_of_worker, [(k, k) for k in range(50)], 2)
-    pids = {next(it).value, next(it).value}
+    it = _engine().map(pid_of_worker, list(range(50)))
+    pids = {next(it)[1], next(it)[1]}
     t0 = time.monotonic()
     it.close()
     assert time.monotonic() - t0 < 2.0 + 1.0  # STOP_GRACE_S at most, plus joins
     _wait_gone(pids)
+
+
+def test_started_workers_end_at_once_when_unused():
+    """start() spawns the workers with a warm-up; close() (no map) or a map with one job
+    (nothing for them to do) ends them without waiting for the warm-up."""
+    eng = _engine(3, here=True)
+    eng.start(functools.partial(time.sleep, 60))
+    pids = [w.proc.pid for w in eng._started]
+    assert len(pids) == 2
+    t0 = time.monotonic()
+    eng.close()
+    assert time.monotonic() - t0 < 30
+    _wait_gone(pids)
+    eng.start(functools.partial(time.sleep, 60))
+    pids = [w.proc.pid for w in eng._started]
+    t0 = time.monotonic()
+    assert list(eng.map(square, [4])) == [(4, 16)]
+    assert time.monotonic() - t0 < 30
+    _wait_gone(pids)
+
+
+def test_started_workers_take_the_jobs():
+    eng = _engine(2)
+    eng.start()
+    pids = {w.proc.pid for w in eng._started}
+    got = {pid for _, pid in eng.map(pid_of_worker, list(range(6)))}
+    assert got == pids
 
 
 def test_death_reason_in_words():
@@ -91,7 +167,52 @@ def test_death_reason_in_words():
     assert death_reason(-200) == "killed by signal 200"
 
 
-@pytest.mark.parametrize("workers", [1, 3])
-def test_any_worker_count_gives_every_job(workers):
-    got = list(run_in_processes(square, [(k, k) for k in range(4)], workers))
-    assert sorted(d.value for d in got) == [0, 1, 4, 9]
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_options_are_one_line(bad):
+    with pytest.raises(SpecboundError, match=r"^workers"):
+        ProcessOptions(workers=bad)
+    with pytest.raises(SpecboundError, match=r"^retries"):
+        ProcessOptions(retries=bad if bad != 0 else -1)
+
+
+def test_no_process_pool_outside_engines():
+    """Issue 44: every parallel job runs through engines/; no other module makes processes."""
+    from pathlib import Path
+
+    import specbound
+
+    root = Path(specbound.__file__).parent
+    words = (
+        "ProcessPoolExecutor(",
+        "import multiprocessing",
+        "from multiprocessing",
+        "get_context(",
+        ".Pool(",
+        ".Process(",
+    )
+    found = [
+        f"{p.relative_to(root)}: {w}"
+        for p in root.rglob("*.py")
+        if p.parent.name != "engines" and "engines" not in p.relative_to(root).parts
+        for w in words
+        if w in p.read_text()
+    ]
+    assert found == []
+
+
+def test_one_cpu_count():
+    """Issue 44: the usable CPUs are counted by config.usable_cpus alone."""
+    from pathlib import Path
+
+    import specbound
+    from specbound import config
+
+    root = Path(specbound.__file__).parent
+    found = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name != "config.py"
+        and any(w in p.read_text() for w in ("sched_getaffinity", "cpu_count("))
+    ]
+    assert found == []
+    assert config.usable_cpus() == len(os.sched_getaffinity(0))

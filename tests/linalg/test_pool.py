@@ -28,7 +28,7 @@ def _thread_ids(n: int = 4) -> set[int]:
 
 def test_blas_mode_runs_in_the_calling_thread(monkeypatch):
     monkeypatch.delenv("SPECBOUND_PARALLEL", raising=False)
-    monkeypatch.setattr(pool, "_cpus", lambda: 2)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 2)
     with parallelism("blas") as p:
         assert p.mode == "blas" and current_parallelism().mode == "blas"
         assert run_jobs([threading.get_ident, threading.get_ident]) == [threading.get_ident()] * 2
@@ -36,14 +36,14 @@ def test_blas_mode_runs_in_the_calling_thread(monkeypatch):
 
 
 def test_pool_mode_uses_worker_threads(monkeypatch):
-    monkeypatch.setattr(pool, "_cpus", lambda: 2)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 2)
     with parallelism("pool", workers=2):
         ids = _thread_ids()
     assert threading.get_ident() not in ids and len(ids) == 2
 
 
 def test_one_worker_runs_in_turn(monkeypatch):
-    monkeypatch.setattr(pool, "_cpus", lambda: 4)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 4)
     with parallelism("pool", workers=1):
         assert run_jobs([threading.get_ident] * 3) == [threading.get_ident()] * 3
 
@@ -78,7 +78,7 @@ def test_bad_settings_name_the_parameter(kw, word):
 
 
 def test_results_keep_their_order(monkeypatch):
-    monkeypatch.setattr(pool, "_cpus", lambda: 2)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 2)
     mats = [np.random.default_rng(i).standard_normal((30, 20)) for i in range(6)]
     with parallelism("pool"):
         got = run_jobs([lambda m=m: np.linalg.svd(m, compute_uv=False) for m in mats])

@@ -331,7 +331,7 @@ def test_pool_limits_scipy_blas_loaded_after_the_pool():
 import numpy as np
 from specbound.linalg import pool
 from threadpoolctl import threadpool_info
-pool._cpus = lambda: 2  # two pool threads even on a one-core machine
+pool.usable_cpus = lambda: 2  # two pool threads even on a one-core machine
 pool.run_jobs([lambda: np.linalg.svd(np.eye(3)), lambda: 1])  # the pool, numpy only
 assert "scipy.linalg" not in __import__("sys").modules
 import scipy.linalg

@@ -69,3 +69,50 @@ def sleeping_data_job(job):
     a data-measure job that is surely running when the test interrupts it."""
     (Path(os.environ[MARKS]) / f"busy-{os.getpid()}").write_text(str(job[0]))
     time.sleep(600)
+
+
+def disk_full(x: int) -> int:
+    """Job 3 fails as a write to a full disk does (errno ENOSPC, with the path)."""
+    import errno
+
+    if x == 3:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"/full/disk/{x}")
+    return x
+
+
+def bad_input_on_three(x: int) -> int:
+    from specbound.errors import SpecboundError
+
+    if x == 3:
+        raise SpecboundError("three is bad input")
+    return x
+
+
+def sigint_handling(_: int) -> tuple[bool, bool]:
+    """(SIGINT ignored, SIGINT blocked) in the process running the job."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    return ignored, blocked
+
+
+_RUN_JOB = None  # studies.zoo.distributed.run_job, as it was before kill_zoo_workers()
+
+
+def kill_zoo_workers() -> None:
+    """Make ``studies.zoo.distributed.run_job`` kill every spawned worker that runs it (this
+    process, the CLI's own, trains its jobs as usual): call it in the parent, before the run."""
+    global _RUN_JOB
+    from specbound.studies.zoo import distributed
+
+    _RUN_JOB = distributed.run_job
+    distributed.run_job = killing_zoo_job
+
+
+def killing_zoo_job(job):  # the signature of studies.zoo.distributed.run_job
+    """``run_job``, except that in a spawned worker process it kills its worker, every time."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        _die()
+    assert _RUN_JOB is not None
+    return _RUN_JOB(job)

@@ -8,7 +8,8 @@ Exit codes and messages (one line on stderr, never a traceback unless ``--debug`
   command's own options (:func:`cli_message`);
 - a bug (any other exception): ``error: internal error (...)``, exit 1; ``specbound --debug
   COMMAND`` (or ``SPECBOUND_DEBUG=1``) prints the traceback;
-- out of memory: one line, exit 1;
+- out of memory, or jobs that an engine lost (a worker killed twice: ``JobsLostError``): one
+  line, exit 1;
 - Ctrl-C: exit 130, SIGTERM: exit 143, after cleanup (no temp dirs left behind).
 
 New commands: a module in this package with ``@app.command(cls=Command)`` and
@@ -28,6 +29,7 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from ..engines.base import JobsLostError
 from ..errors import SpecboundError
 
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
@@ -207,6 +209,8 @@ def handle_errors(fn: F) -> F:
             return None
         except (typer.Exit, typer.Abort, _cx.ClickException):
             raise
+        except JobsLostError as exc:  # not bad input: the machine lost work
+            fail(cli_message(exc), code=1)
         except SpecboundError as exc:
             fail(cli_message(exc))
         except MemoryError:

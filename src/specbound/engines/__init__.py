@@ -17,7 +17,7 @@ import importlib
 from typing import Any
 
 from ..errors import Param, SpecboundError
-from .base import Engine, EngineOptionError, JobError, Resources
+from .base import Engine, EngineOptionError, JobError, JobsLostError, Resources
 from .local import LocalOptions
 
 #: engine name -> "module:EngineClass:OptionsClass" (imported lazily).
@@ -31,6 +31,7 @@ __all__ = [
     "Engine",
     "EngineOptionError",
     "JobError",
+    "JobsLostError",
     "LocalOptions",
     "RayOptions",
     "Resources",

@@ -83,6 +83,11 @@ class EngineOptionError(SpecboundError):
         self.option = option
 
 
+class JobsLostError(SpecboundError):
+    """Jobs that the engine lost (a worker died after its retries, or a bug on a worker) after
+    the other jobs' results were kept: not bad input, so the CLI exits 1, not 2 (one line)."""
+
+
 @runtime_checkable
 class Engine(Protocol):
     """The contract every engine implements.

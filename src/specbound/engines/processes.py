@@ -1,58 +1,81 @@
-"""Worker processes on this machine that outlive a dead worker and stop at once on Ctrl-C.
+"""The process engine: jobs in worker processes on this machine (``zoo train --workers N``,
+``correlate(data_workers=N)``): the one process pool of specbound.
 
-:func:`run_in_processes` runs ``fn(job)`` for each job in at most ``workers`` processes of the
-``spawn`` context (torch is not fork-safe once its thread pools exist), one job at a time per
-worker, each talking to the parent over its own pipe. Unlike a
-``concurrent.futures.ProcessPoolExecutor``, whose pool breaks for every job when one worker
-dies, a worker that dies (SIGKILL, the out-of-memory killer, a crash in native code) costs only
-the job it was running: that job is retried once in a fresh worker process, and a second death
-is reported as that job's failure, naming the signal. The workers ignore SIGINT from their
-first instruction: on Ctrl-C (or any exception, or the caller closing the iterator) the parent
-terminates them (SIGTERM, then SIGKILL after ``STOP_GRACE_S``) before the exception goes on.
+:class:`ProcessEngine` is an :class:`specbound.engines.base.Engine`. Its workers are processes
+of the ``spawn`` context (torch is not fork-safe once its thread pools exist), each fed by a
+thread of this process that hands it its next job the moment the last one returns (one job in
+flight per worker: at the end no job waits behind a busy worker while another is idle), over
+the worker's own pipe. With ``ProcessOptions(here=True)`` this process is one of the
+``workers``: it runs jobs itself between collecting the others' results, which saves one
+worker's start (seconds of CPU for torch) on a small machine. :meth:`ProcessEngine.start`
+spawns the workers before the first job is known, each running a warm-up (its imports), so
+that their start overlaps this process's own.
+
+Unlike a ``concurrent.futures.ProcessPoolExecutor``, whose pool breaks for every job when one
+worker dies, a worker that dies (SIGKILL, the out-of-memory killer, a crash in native code)
+costs only the job it was running: that job is retried ``retries`` times (1) in a fresh worker
+process, then comes back as ``JobError("worker process killed by SIGKILL twice ...",
+input_error=False)``. A job's exception comes back as a ``JobError`` with its one-line reason
+(``input_error`` True for a ``SpecboundError``), an ``OSError`` with its cause and path.
+
+Workers are spawned with SIGINT blocked (``pthread_sigmask``, from any thread) and ignore it
+from their first instruction: Ctrl-C (SIGINT to the whole process group, as a terminal sends
+it) and the CLI's SIGTERM are this process's to act on. On either, on any exception, or when
+the caller closes the iterator, this process terminates its workers (SIGTERM, then SIGKILL
+after ``STOP_GRACE_S``) before the exception goes on. A script that uses this engine needs the
+``if __name__ == "__main__":`` guard of ``multiprocessing``'s spawn.
 """
 
 from __future__ import annotations
 
 import contextlib
+import queue as queues
 import signal
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from .base import JobError, Progress, Resources, SpectraFn
+
+J = TypeVar("J")
+R = TypeVar("R")
 
 #: Seconds the parent waits for its workers to end after SIGTERM before it SIGKILLs them.
 STOP_GRACE_S = 1.0
+#: Seconds a wait of this process lasts at most before it looks again (signals are handled
+#: between waits).
+POLL_S = 0.2
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` elsewhere)."""
-    import os
+@dataclass(frozen=True)
+class ProcessOptions:
+    """``workers``: processes running jobs side by side (None: ``config.usable_cpus()``);
+    ``here``: this process is one of them (it runs jobs itself between collecting results);
+    ``retries``: fresh workers a job gets after its worker died."""
 
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    workers: int | None = None
+    here: bool = False
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        from ..validation import check_int
+
+        if self.workers is not None:
+            check_int(self.workers, "workers", min=1)
+        check_int(self.retries, "retries", min=0)
 
 
-def ignore_sigint() -> None:
-    """A worker's first act: Ctrl-C is the parent's to handle (it stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-@contextlib.contextmanager
-def sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while workers are started, so that they inherit SIG_IGN from their first
-    instruction (a Ctrl-C while one imports would print its traceback). Main thread only."""
-    try:
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: no signal handling here
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
+def death_reason(exitcode: int | None) -> str:
+    """How a worker process ended, in words: ``killed by SIGKILL`` or ``exited with code 1``."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
 
 
 def stop_processes(procs: Iterable[Any]) -> None:
@@ -75,34 +98,44 @@ def stop_processes(procs: Iterable[Any]) -> None:
             p.join(STOP_GRACE_S)
 
 
-def death_reason(exitcode: int | None) -> str:
-    """How a worker process ended, in words: ``killed by SIGKILL`` or ``exited with code 1``."""
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exited with code {exitcode}"
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while a worker is spawned: the child inherits the mask, so
+    a Ctrl-C before its first instruction cannot print its traceback; a Ctrl-C meanwhile is
+    delivered to this process when the mask is restored."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-@dataclass(frozen=True)
-class Done:
-    """One job's outcome: ``value`` when ``ok``, else ``reason`` (one line); ``took`` is the
-    seconds the job ran in its worker (0 when the worker died)."""
+def _failure(exc: BaseException) -> JobError:
+    """A job's exception as a JobError: a ``SpecboundError`` is bad input; an ``OSError``
+    keeps its cause and path (``OSError: [Errno 28] No space left on device: '/z/m'``)."""
+    from ..errors import SpecboundError, one_line_reason
 
-    key: Hashable
-    ok: bool
-    value: Any = None
-    reason: str = ""
-    took: float = 0.0
+    return JobError(one_line_reason(exc), input_error=isinstance(exc, SpecboundError))
 
 
-def _serve(conn: Any, fn: Callable[[Any], Any]) -> None:
-    """A worker's loop: receive ``(key, job)``, send ``(key, ok, value or reason, seconds)``,
-    until ``None`` or the pipe closes."""
-    ignore_sigint()
-    from ..errors import one_line_reason
+def _call(fn: Callable[[Any], Any], job: Any) -> Any:
+    """``fn(job)``, or its exception as a JobError (MemoryError and interrupts go on)."""
+    try:
+        return fn(job)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        return _failure(exc)
 
+
+def _serve(conn: Any, warm: Callable[[], Any] | None) -> None:
+    """A worker's life: ignore SIGINT; ``warm()`` (errors ignored: a job that needs what failed
+    says so); then receive ``(fn, job)``, send ``(outcome, seconds)`` until ``None`` or EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if warm is not None:
+        with contextlib.suppress(Exception):
+            warm()
     while True:
         try:
             msg = conn.recv()
@@ -110,118 +143,244 @@ def _serve(conn: Any, fn: Callable[[Any], Any]) -> None:
             return
         if msg is None:
             return
-        key, job = msg
+        fn, job = msg
         t0 = time.perf_counter()
         try:
-            reply = (key, True, fn(job), time.perf_counter() - t0)
-        except Exception as exc:
-            reply = (key, False, one_line_reason(exc), time.perf_counter() - t0)
-        conn.send(reply)
+            out = _call(fn, job)
+        except MemoryError as exc:
+            out = _failure(exc)
+        took = time.perf_counter() - t0
+        try:
+            conn.send((out, took))
+        except (EOFError, OSError):
+            return
+        except Exception as exc:  # the result does not pickle
+            conn.send((_failure(exc), took))
+
+
+class _Died(Exception):
+    """The worker process ended while it ran a job (``str``: how, in words)."""
+
+
+class _Worker:
+    """One spawned process and the parent's end of its pipe."""
+
+    def __init__(self, ctx: Any, warm: Callable[[], Any] | None = None) -> None:
+        parent, child = ctx.Pipe()
+        with _sigint_blocked():
+            self.proc = ctx.Process(target=_serve, args=(child, warm), daemon=True)
+            self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def run(self, fn: Callable[[Any], Any], job: Any) -> tuple[Any, float]:
+        """``(outcome, seconds)`` of ``fn(job)`` in this worker; ``_Died`` when it died."""
+        from multiprocessing.connection import wait
+
+        try:
+            self.conn.send((fn, job))
+        except (EOFError, OSError):
+            raise _Died(self._death()) from None
+        while True:
+            ready = wait([self.conn, self.proc.sentinel], timeout=POLL_S)
+            if self.conn in ready:
+                try:
+                    return self.conn.recv()  # type: ignore[no-any-return]
+                except (EOFError, OSError):
+                    raise _Died(self._death()) from None
+            if ready:  # the process ended without a reply
+                raise _Died(self._death())
+
+    def _death(self) -> str:
+        self.proc.join(STOP_GRACE_S)
+        return death_reason(self.proc.exitcode)
+
+    def end(self) -> None:
+        """Ask the worker to end after its job (it does so when the pipe closes too)."""
+        with contextlib.suppress(Exception):
+            self.conn.send(None)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
 
 
 _TIMES = {1: "once", 2: "twice"}
 
 
-class _Worker:
-    def __init__(self, ctx: Any, fn: Callable[[Any], Any]) -> None:
-        parent, child = ctx.Pipe()
-        with sigint_ignored():
-            self.proc = ctx.Process(target=_serve, args=(child, fn), daemon=True)
-            self.proc.start()
-        child.close()
-        self.conn = parent
-        self.job: tuple[Hashable, Any, int] | None = None
-
-    def give(self, key: Hashable, job: Any, tries: int) -> None:
-        self.job = (key, job, tries)
-        self.conn.send((key, job))
+def _lost(cause: str, tries: int) -> JobError:
+    """A job whose worker died ``tries`` + 1 times: ``worker process killed by SIGKILL twice
+    (retried once in a fresh worker)``."""
+    again = (
+        f" {_TIMES.get(tries + 1, f'{tries + 1} times')} (retried "
+        f"{_TIMES.get(tries, f'{tries} times')} in a fresh worker)"
+        if tries
+        else ""
+    )
+    return JobError(f"worker process {cause}{again}", input_error=False)
 
 
-def run_in_processes(
-    fn: Callable[[Any], Any],
-    jobs: Sequence[tuple[Hashable, Any]],
-    workers: int,
-    *,
-    retries: int = 1,
-) -> Iterator[Done]:
-    """``fn(job)`` for each ``(key, job)`` in at most ``workers`` spawned processes, as they
-    finish. ``fn`` and the jobs must be picklable (``fn`` a module-level function). An exception
-    in ``fn`` is that job's failure (its one-line reason); a worker that dies has its job
-    retried ``retries`` times in a fresh worker, then the job fails with the cause of death
-    (module doc). A script calling this needs the ``if __name__ == "__main__":`` guard of
-    ``multiprocessing``."""
-    import multiprocessing
-    from multiprocessing.connection import wait
+class ProcessEngine:
+    """:class:`specbound.engines.base.Engine` over worker processes on this machine (module
+    doc). ``distributed``: jobs run outside this process, finish out of order, and workers can
+    die; ``fn`` and the jobs must be picklable."""
 
-    ctx = multiprocessing.get_context("spawn")
-    queue: deque[tuple[Hashable, Any, int]] = deque((k, j, 0) for k, j in jobs)
-    n = max(1, min(int(workers), len(queue)))
-    idle: list[_Worker] = []
-    busy: dict[Any, _Worker] = {}  # conn -> worker
-    everyone: list[_Worker] = []
-    clean = False
-    try:
-        while queue or busy:
-            while queue and len(busy) < n:
-                item = queue.popleft()
-                w = idle.pop() if idle else None
-                try:
-                    if w is None:
-                        raise BrokenPipeError
-                    w.give(*item)
-                except OSError:  # none idle, or the idle one died meanwhile
-                    if w is not None:
-                        everyone.remove(w)
-                        stop_processes([w.proc])
-                    w = _Worker(ctx, fn)
+    name = "processes"
+    distributed = True
+
+    def __init__(self, options: ProcessOptions | None = None) -> None:
+        self.options = options if options is not None else ProcessOptions()
+        if self.options.workers is None:
+            from ..config import usable_cpus
+
+            self.workers = usable_cpus()
+        else:
+            self.workers = self.options.workers
+        self._started: list[_Worker] = []
+
+    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
+        """None: ``analyze`` computes a model's blocks in the process that runs its job."""
+        return None
+
+    def _spawned(self, jobs: int) -> int:
+        """How many processes ``jobs`` jobs get (this process counts when ``here``)."""
+        here = 1 if self.options.here else 0
+        return max(0, min(self.workers, jobs) - here)
+
+    def start(self, warm: Callable[[], Any] | None = None) -> None:
+        """Spawn the workers now (``workers``, less this process when ``here``), each running
+        ``warm()`` first (a picklable callable; its result and errors are ignored), so that
+        their start overlaps this process's own; the next ``map`` uses them. ``close`` (or
+        ``map``) ends them."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        while len(self._started) < self._spawned(self.workers):
+            self._started.append(_Worker(ctx, warm))
+
+    def close(self) -> None:
+        """End the workers ``start`` spawned that no ``map`` took over, now (not after their
+        warm-up)."""
+        started, self._started = self._started, []
+        stop_processes(w.proc for w in started)
+        for w in started:
+            w.close()
+
+    def map(
+        self,
+        fn: Callable[[J], R],
+        jobs: Sequence[J],
+        *,
+        progress: Progress | None = None,
+        resources: Callable[[J], Resources] | None = None,
+    ) -> Iterator[tuple[J, R | JobError]]:
+        """``(job, fn(job) or JobError)`` for every job as it finishes (protocol doc); closing
+        the iterator early ends every worker at once. ``resources`` is ignored (every worker
+        is alike)."""
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        todo: deque[J] = deque(jobs)
+        total = len(todo)
+        n = self._spawned(total)
+        started, self._started = self._started, []
+        spare = started[n:]
+        if spare:  # started, but there is less work than workers
+            stop_processes(w.proc for w in spare)
+        ready = deque(started[:n])
+        everyone: list[_Worker] = list(ready)
+        lock = threading.Lock()
+        stop = threading.Event()
+        results: queues.SimpleQueue[Any] = queues.SimpleQueue()
+        end = object()  # a feeder's last word
+        retries = self.options.retries
+
+        def take() -> Any:
+            with lock:
+                return todo.popleft() if todo and not stop.is_set() else end
+
+        def fresh() -> _Worker | None:
+            with lock:
+                if stop.is_set():
+                    return None
+                w = ready.popleft() if ready else _Worker(ctx)
+                if w not in everyone:
                     everyone.append(w)
-                    w.give(*item)
-                busy[w.conn] = w
-            ready = wait([*busy, *(w.proc.sentinel for w in busy.values())])
-            for conn, w in list(busy.items()):
-                if conn not in ready and w.proc.sentinel not in ready:
+                return w
+
+        def feed() -> None:
+            w: _Worker | None = None
+            try:
+                while (job := take()) is not end:
+                    tries = 0
+                    while True:
+                        w = w or fresh()
+                        if w is None:
+                            return
+                        try:
+                            out, _ = w.run(fn, job)
+                        except _Died as died:
+                            w.close()
+                            w = None
+                            if stop.is_set():
+                                return
+                            if tries < retries:
+                                tries += 1
+                                continue
+                            out = _lost(str(died), tries)
+                        results.put((job, out))
+                        break
+            finally:
+                if w is not None:
+                    w.end()
+                results.put(end)
+
+        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(n)]
+        for t in feeders:
+            t.start()
+        live, done, clean = n, 0, False
+        try:
+            while live or todo:
+                try:
+                    item = results.get_nowait()
+                except queues.Empty:
+                    item = None
+                if item is None:
+                    job = take() if self.options.here or not live else end
+                    if job is not end:
+                        item = (job, _call(fn, job))  # in this process
+                    else:
+                        item = _next(results)
+                        if item is None:
+                            continue
+                if item is end:
+                    live -= 1
                     continue
-                assert w.job is not None
-                key, job, tries = w.job
-                reply = None
-                with contextlib.suppress(EOFError, OSError):
-                    if conn.poll():
-                        reply = conn.recv()
-                del busy[conn]
-                w.job = None
-                if reply is not None:
-                    idle.append(w)
-                    _, ok, value, took = reply
-                    yield (
-                        Done(key, True, value, took=took)
-                        if ok
-                        else Done(key, False, None, value, took)
-                    )
-                    continue
-                w.proc.join(STOP_GRACE_S)
-                cause = death_reason(w.proc.exitcode)
-                everyone.remove(w)
-                with contextlib.suppress(OSError):
-                    conn.close()
-                if tries < retries:
-                    queue.appendleft((key, job, tries + 1))
-                    continue
-                again = (
-                    f" {_TIMES.get(tries + 1, f'{tries + 1} times')} (retried "
-                    f"{_TIMES.get(tries, f'{tries} times')} in a fresh worker)"
-                    if tries
-                    else ""
-                )
-                yield Done(key, False, None, f"worker process {cause}{again}")
-        clean = True
-    finally:
-        if clean:
-            for w in everyone:
-                with contextlib.suppress(OSError, ValueError):
-                    w.conn.send(None)
-            for w in everyone:
-                w.proc.join(STOP_GRACE_S)
-        stop_processes([w.proc for w in everyone if w.proc.is_alive()])
-        for w in everyone:
-            with contextlib.suppress(OSError):
-                w.conn.close()
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+                yield item
+            clean = True
+        finally:
+            stop.set()
+            with lock:
+                workers = list(everyone)
+            if clean:
+                for w in workers:
+                    w.end()
+                for w in workers:
+                    w.proc.join(STOP_GRACE_S)
+            stop_processes(w.proc for w in workers if w.proc.is_alive())
+            for t in feeders:
+                t.join(STOP_GRACE_S)
+            for w in workers:
+                w.close()
+
+
+def _next(results: Any) -> Any:
+    """The next item of ``results`` within ``POLL_S``, else None (so that a signal is handled
+    between waits)."""
+    try:
+        return results.get(timeout=POLL_S)
+    except queues.Empty:
+        return None

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import usable_cpus
+
 #: The modes; the default is the first.
 MODES = ("pool", "blas")
 DEFAULT_PARALLEL = "pool"
@@ -83,17 +85,10 @@ def current_parallelism() -> Parallelism:
     return Parallelism(mode if mode in MODES else DEFAULT_PARALLEL, None)
 
 
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _workers() -> int:
     """Pool threads: min(MAX_WORKERS, cores available, the setting's ``workers``), >= 1."""
     limit = current_parallelism().workers
-    n = min(MAX_WORKERS, _cpus())
+    n = min(MAX_WORKERS, usable_cpus())
     return max(1, n if limit is None else min(n, limit))
 
 

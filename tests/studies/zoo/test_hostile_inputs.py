@@ -161,7 +161,7 @@ def test_full_or_read_only_out_is_one_error_line(tmp_path, monkeypatch, code):
         train_zoo("modular-addition", out, preset="tiny", grid=GRID)
     assert "\n" not in str(exc.value)
     if code == errno.ENOSPC:
-        assert "no space left on device" in str(exc.value)
+        assert "No space left on device" in str(exc.value)
     assert not list((out / "models").iterdir())  # no temp dir left behind
 
 

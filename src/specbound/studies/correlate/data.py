@@ -314,7 +314,7 @@ def cached_data_measures(
 
 def default_workers(device: str | None = None) -> int:
     """Worker processes for the data measures: one per usable CPU on the CPU, 1 on a GPU."""
-    from ...engines.processes import usable_cpus
+    from ...config import usable_cpus
 
     if torch_device(device) != "cpu":
         return 1
@@ -323,7 +323,7 @@ def default_workers(device: str | None = None) -> int:
 
 def max_workers() -> int:
     """The most worker processes accepted for the data measures: 4 x the usable CPUs."""
-    from ...engines.processes import usable_cpus
+    from ...config import usable_cpus
 
     return 4 * usable_cpus()
 
@@ -381,19 +381,21 @@ def _in_processes(
     workers: int,
 ) -> Iterator[tuple[int, str, Outcome, float]]:
     """Each job in one of ``workers`` spawned processes (torch and the model reimported there),
-    as they finish. A worker that dies costs only its model, which is retried once in a fresh
-    worker (``engines.processes``); Ctrl-C stops every worker at once."""
-    from ...engines.processes import run_in_processes
+    as they finish, through the process engine: a worker that dies costs only its model, which
+    is retried once in a fresh worker; Ctrl-C stops every worker at once."""
+    from ...engines.base import JobError, closing_map
+    from ...engines.processes import ProcessEngine, ProcessOptions
 
-    dirs = {i: d for i, d, _ in jobs}
-    work = [(i, (d, cache, device, None if w is None else dict(w))) for i, d, w in jobs]
-    for done in run_in_processes(_worker_job, work, workers):
-        i = int(done.key)  # type: ignore[call-overload]
-        if done.ok:
-            got, took = done.value
-            yield i, dirs[i], got, took
-        else:
-            yield i, dirs[i], SpecboundError(done.reason), done.took
+    work = [(d, cache, device, None if w is None else dict(w)) for _, d, w in jobs]
+    row = {id(job): i for job, (i, _, _) in zip(work, jobs, strict=True)}
+    engine = ProcessEngine(ProcessOptions(workers=workers))
+    with closing_map(engine.map(_worker_job, work)) as outcomes:
+        for job, out in outcomes:
+            if isinstance(out, JobError):
+                yield row[id(job)], job[0], SpecboundError(out.reason), 0.0
+            else:
+                got, took = out
+                yield row[id(job)], job[0], got, took
 
 
 def compute_columns(

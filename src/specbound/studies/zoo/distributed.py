@@ -31,9 +31,10 @@ def _plan(job: Job) -> ZooPlan:
 
 
 def warm(task: str) -> None:
-    """A spawned worker's first act while the parent starts too (``workers.ProcessPool.start``):
-    the imports and the data its jobs need, and one small model built (torch's RNG is seeded
-    again before every model, so this changes no result). Errors are left to the jobs."""
+    """A spawned worker's first act while the parent starts too
+    (``engines.processes.ProcessEngine.start``): the imports and the data its jobs need, and
+    one small model built (torch's RNG is seeded again before every model, so this changes no
+    result). Errors are left to the jobs."""
     import contextlib
 
     from transformers.utils import logging as hf_logging
@@ -97,9 +98,11 @@ def run_on_engine(
     """Map ``run_job`` over the chunks on ``engine``; ``finished`` per model as jobs finish.
 
     Jobs that fail are reported together at the end (one line, with the first reason), after
-    every other job's models are written: a re-run trains only what is missing.
+    every other job's models are written: a re-run trains only what is missing. All of them bad
+    input (a damaged model folder, a full disk): SpecboundError; any job that the engine lost
+    (its worker died after the retries, or a bug): ``JobsLostError`` (the CLI exits 1).
     """
-    from ...engines.base import JobError, Resources, closing_map
+    from ...engines.base import JobError, JobsLostError, Resources, closing_map
     from .ensemble import activation_bytes
 
     rec = p.record()
@@ -115,17 +118,22 @@ def run_on_engine(
         return Resources(cpus=threads, memory=need, label=model_name(members[0])[:60])
 
     failed: list[str] = []
+    lost: list[str] = []
     with closing_map(engine.map(run_job, jobs, resources=resources)) as outcomes:
         for job, result in _iter(outcomes):
             if isinstance(result, JobError):
-                failed.append(f"{model_name(job[2][0])}: {result.reason}")
+                line = f"{model_name(job[2][0])}: {result.reason}"
+                failed.append(line)
+                if not result.input_error:
+                    lost.append(line)
                 continue
             for params, m in result:
                 finished(params, m)
     if failed:
-        raise SpecboundError(
-            f"{len(failed)} of {len(jobs)} zoo jobs failed (first: {failed[0]}); the others are "
-            "written: fix the cause and re-run the same command to train the rest"
+        error = JobsLostError if lost else SpecboundError
+        raise error(
+            f"{len(failed)} of {len(jobs)} zoo jobs failed (first: {(lost or failed)[0]}); the "
+            "others are written: fix the cause and re-run the same command to train the rest"
         )
 
 

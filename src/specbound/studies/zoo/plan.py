@@ -233,12 +233,11 @@ def plan(
 
 
 def max_threads() -> int:
-    """The largest ``--threads`` accepted: 4 x the CPUs this process may use."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return 4 * max(cores, 1)
+    """The largest ``--threads`` accepted: 4 x the CPUs this process may use
+    (``config.usable_cpus``)."""
+    from ...config import usable_cpus
+
+    return 4 * usable_cpus()
 
 
 def check_threads(threads: Any) -> int:

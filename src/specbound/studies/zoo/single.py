@@ -10,7 +10,9 @@ directory is complete and a re-run skips it (layout: ``train.py``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -68,14 +70,25 @@ def evaluate(task: Task, model: Any, x: Any, y: Any) -> tuple[float, float]:
 
 
 def _save(model: Any, where: Path) -> None:
+    """``save_pretrained`` into ``where``; a failed write is an OSError with its errno and path.
+
+    safetensors reports a failed write as its own error type, with the OS error in its text
+    (``IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })``):
+    its code becomes the OSError's, so that the cause ("No space left on device") and the path
+    reach the user's message."""
     try:
         model.save_pretrained(where, safe_serialization=True)
     except OSError:
         raise
-    except Exception as exc:  # safetensors reports a failed write as its own error type
-        if "safetensor" in type(exc).__name__.lower() or "No space" in str(exc):
-            raise OSError(f"cannot write {where}: {exc}") from exc
-        raise
+    except Exception as exc:
+        text = str(exc)
+        if "safetensor" not in type(exc).__name__.lower() and "No space" not in text:
+            raise
+        found = re.search(r"\bcode: (\d+)", text)
+        code = int(found.group(1)) if found else errno.ENOSPC if "No space" in text else None
+        if code is not None:
+            raise OSError(code, os.strerror(code), str(where)) from exc
+        raise OSError(f"cannot write {where}: {' '.join(text.split())}") from exc
 
 
 def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> dict[str, Any]:

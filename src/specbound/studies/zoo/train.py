@@ -20,7 +20,8 @@ re-run skips it. With ``ensemble`` > 1 models sharing an architecture train toge
 batched computation (``ensemble.py``); every file has the same form as one at a time.
 Models train in a seeded random order of the grid (ensembles: a seeded order of ensembles),
 so a run stopped early leaves a random subset. With ``workers`` > 1 the models (or ensembles)
-train side by side in spawned processes (``workers.py``), with the same files.
+train side by side in worker processes (the process engine, ``workers.py``), with the same
+files.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def train_zoo(
 
         ens = auto_mode(device)
     eng = _engine(engine, engine_options)
-    from .workers import ProcessPool, check_workers, default_workers
+    from ...engines.processes import ProcessEngine, ProcessOptions
+    from .workers import check_workers, default_workers
 
     n_workers = default_workers(device, threads) if workers is None else check_workers(workers)
     if eng is not None and eng.distributed:
@@ -146,7 +148,7 @@ def train_zoo(
                 " out)",
             )
     elif n_workers > 1:
-        eng = ProcessPool(n_workers)
+        eng = ProcessEngine(ProcessOptions(workers=n_workers, here=True))
     if device.startswith("cuda"):
         import torch  # after the argument checks: bad input fails fast
 
@@ -158,7 +160,7 @@ def train_zoo(
             )
     out = Path(out)
     zoodir.check_zoo(out, p)
-    if isinstance(eng, ProcessPool):  # its processes start while this one imports torch
+    if isinstance(eng, ProcessEngine):  # its processes start while this one imports torch
         from .distributed import warm
 
         eng.start(functools.partial(warm, p.task.name))
@@ -170,7 +172,7 @@ def train_zoo(
     except OSError as exc:
         raise zoodir.os_error(out, exc) from None
     finally:
-        if isinstance(eng, ProcessPool):
+        if isinstance(eng, ProcessEngine):
             eng.close()
 
 
@@ -227,7 +229,8 @@ def _train_all(
             from .ensemble import groups
 
             chunks = [[q] for q in todo] if ens == 1 else list(groups(p, data, todo, ens, device))
-            from .workers import ProcessPool, remove_temps
+            from ...engines.processes import ProcessEngine
+            from .workers import remove_temps
 
             try:
                 run_on_engine(
@@ -241,7 +244,7 @@ def _train_all(
                     finished,
                 )
             finally:
-                if isinstance(eng, ProcessPool):  # its workers have ended; we hold the lock
+                if isinstance(eng, ProcessEngine):  # its workers have ended; we hold the lock
                     remove_temps(models)
             return zoodir.write_csv(out, p, done)
         with _torch_settings(threads):

@@ -18,7 +18,6 @@ Rules (the output-folder rules of ``specbound.io``, for a folder that grows mode
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import hashlib
 import json
@@ -99,12 +98,9 @@ def umask() -> int:
 
 
 def os_error(path: Path, exc: OSError) -> SpecboundError:
-    """One line for a failed write: the path and the reason (full disk, read-only, ...)."""
-    reason = exc.strerror or type(exc).__name__
-    if exc.errno == errno.ENOSPC:
-        reason = "no space left on device"
-    elif exc.errno == errno.EROFS:
-        reason = "read-only file system"
+    """One line for a failed write: the path and the OS's reason (``No space left on device``,
+    ``Read-only file system``, ...; an OSError without an errno: its own text)."""
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
     where = exc.filename or path
     return SpecboundError(
         f"cannot write the zoo {path} ({where}: {reason}); free space, fix permissions "
