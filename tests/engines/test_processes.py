@@ -216,3 +216,20 @@ def test_one_cpu_count():
     ]
     assert found == []
     assert config.usable_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_a_worker_that_cannot_start_gives_its_job_back(monkeypatch):
+    """A process that cannot be spawned (EAGAIN: the process limit) costs no job: the job goes
+    back to the queue and this process runs it (on main, the feeder dropped it silently)."""
+    import errno
+
+    from specbound.engines import processes
+
+    def cannot_start(*args, **kwargs):
+        raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+
+    monkeypatch.setattr(processes, "_Worker", cannot_start)
+    for here in (False, True):
+        got = _run(pid_of_worker, list(range(5)), workers=3, here=here)
+        assert sorted(job for job, _ in got) == list(range(5))
+        assert {pid for _, pid in got} == {os.getpid()}

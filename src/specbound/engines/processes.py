@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..errors import SpecboundError, one_line_reason
 from .base import JobError, Progress, Resources, SpectraFn
 
 J = TypeVar("J")
@@ -113,8 +114,6 @@ def _sigint_blocked() -> Iterator[None]:
 def _failure(exc: BaseException) -> JobError:
     """A job's exception as a JobError: a ``SpecboundError`` is bad input; an ``OSError``
     keeps its cause and path (``OSError: [Errno 28] No space left on device: '/z/m'``)."""
-    from ..errors import SpecboundError, one_line_reason
-
     return JobError(one_line_reason(exc), input_error=isinstance(exc, SpecboundError))
 
 
@@ -314,9 +313,15 @@ class ProcessEngine:
                 while (job := take()) is not end:
                     tries = 0
                     while True:
-                        w = w or fresh()
                         if w is None:
-                            return
+                            try:
+                                w = fresh()
+                            except Exception:  # no process can start: the job goes back,
+                                with lock:  # for another worker or this process (map)
+                                    todo.appendleft(job)
+                                return
+                            if w is None:
+                                return
                         try:
                             out, _ = w.run(fn, job)
                         except _Died as died:
@@ -328,6 +333,11 @@ class ProcessEngine:
                                 tries += 1
                                 continue
                             out = _lost(str(died), tries)
+                        except Exception as exc:  # a reply that does not unpickle here
+                            stop_processes([w.proc])
+                            w.close()
+                            w = None
+                            out = JobError(f"worker reply: {one_line_reason(exc)}", False)
                         results.put((job, out))
                         break
             finally:
