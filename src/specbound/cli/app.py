@@ -10,7 +10,8 @@ Exit codes and messages (one line on stderr, never a traceback unless ``--debug`
   COMMAND`` (or ``SPECBOUND_DEBUG=1``) prints the traceback;
 - out of memory, or jobs that an engine lost (a worker killed twice: ``JobsLostError``): one
   line, exit 1;
-- Ctrl-C: exit 130, SIGTERM: exit 143, after cleanup (no temp dirs left behind).
+- Ctrl-C: exit 130, SIGTERM: exit 143, after cleanup (no temp dirs left behind), at any
+  moment: a Ray runtime is started and stopped with both deferred (``engines.ray.runtime``).
 
 New commands: a module in this package with ``@app.command(cls=Command)`` and
 ``@handle_errors``, options from :mod:`.options`; write output dirs through
@@ -197,6 +198,16 @@ def _internal_error(exc: BaseException) -> int:
     return 1
 
 
+def _end_ray() -> None:
+    """Stop the Ray runtime a command used, here rather than in ``atexit`` (where a Ctrl-C or
+    SIGTERM prints a traceback and exits 0 or crashes): a signal during it is acted on after
+    it (``engines.ray.runtime.shutdown``). Nothing when Ray was not imported."""
+    if "ray" in sys.modules:
+        from ..engines.ray.runtime import shutdown
+
+        shutdown()
+
+
 def handle_errors(fn: F) -> F:
     """Bad input (SpecboundError) -> one ``error:`` line naming the flag, exit 2; out of memory
     -> exit 1; Ctrl-C / SIGTERM -> exit 130 / 143 after cleanup; any other exception is a bug:
@@ -205,7 +216,10 @@ def handle_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            fn(*args, **kwargs)  # a return value would become main()'s exit code: drop it
+            try:
+                fn(*args, **kwargs)  # a return value would become main()'s exit code: drop it
+            finally:
+                _end_ray()
             return None
         except (typer.Exit, typer.Abort, _cx.ClickException):
             raise

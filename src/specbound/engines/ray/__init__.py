@@ -19,6 +19,7 @@ resume records: ``engines.sweep`` and ``engines.records``, the same for every en
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 from ...errors import Param
 from ..base import EngineOptionError, JobError, Progress, Resources, SpectraFn
 from .runtime import (
-    DeferredSigterm,
+    DeferredSignals,
     connect,
     memory_cap,
     probe,
@@ -121,7 +122,7 @@ class RayEngine:
         cap = memory_cap(ray)
         retries = self.options.max_retries
         pending: dict[Any, J] = {}
-        sigterm = DeferredSigterm()
+        sigterm = DeferredSignals(signal.SIGTERM)
         try:
             for job in jobs:
                 res = resources(job) if resources is not None else Resources()

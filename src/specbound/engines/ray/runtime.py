@@ -4,7 +4,9 @@ Connecting: ``address``, else ``$RAY_ADDRESS`` (``config.ray_address``), joins a
 cluster; without either a local Ray runtime is started (``num_cpus`` of this machine, or the
 number given). ``ray.init`` replaces the process's SIGTERM handler with one that exits 15 and
 lets Ray's core worker dump a C++ backtrace; specbound puts the previous handler back, so the
-CLI's SIGTERM (exit 143, one line, records kept) works as SIGINT (130) does.
+CLI's SIGTERM (exit 143, one line, records kept) works as SIGINT (130) does. Ctrl-C and SIGTERM
+during ``ray.init`` and :func:`shutdown` are deferred until Ray is done (:class:`DeferredSignals`),
+then acted on as anywhere else.
 """
 
 from __future__ import annotations
@@ -32,55 +34,53 @@ def require_ray() -> Any:
     return ray
 
 
-@contextlib.contextmanager
-def _keep_sigterm_handler() -> Iterator[None]:
-    """Restore the SIGTERM handler that ``ray.init`` overwrites (main thread only)."""
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.getsignal(signal.SIGTERM) if main else None
-    try:
-        yield
-    finally:
-        if main and old is not None:
-            signal.signal(signal.SIGTERM, old)
+class DeferredSignals:
+    """While Ray runs C++ code (``ray.init``, ``ray.wait``, ``ray.shutdown``), the signals
+    given are only noted: an exception raised by a handler there is turned by Ray's signal
+    check into a plain KeyboardInterrupt (exit 130, not 143), or, during start-up and shutdown,
+    leaves a half-built runtime whose teardown prints a traceback or crashes (exit 139).
+    ``check()``, outside the ``with`` block, then runs the handler that was installed before
+    (the CLI's raise ``KeyboardInterrupt`` / its ``Terminated``) in plain Python. The handlers
+    in place before the block are put back on the way out, also where Ray replaced them
+    (``ray.init`` installs its own SIGTERM handler). Main thread only; elsewhere nothing
+    changes."""
 
-
-class DeferredSigterm:
-    """While waiting on Ray, a SIGTERM is only noted (Ray's C++ signal check would turn any
-    exception a handler raises into a plain KeyboardInterrupt: exit 130, not 143); ``check()``,
-    outside the ``with`` block, then runs the handler that was installed before (the CLI's
-    raises its ``Terminated``) in plain Python. Main thread only; elsewhere nothing changes."""
-
-    def __init__(self) -> None:
-        self.frame: Any = None
-        self.fired = False
-        self.previous: Any = None
+    def __init__(self, *signums: int) -> None:
+        self.signums = signums or (signal.SIGTERM,)
+        self.noted: dict[int, Any] = {}  # signal -> frame, in the order they came
+        self.previous: dict[int, Any] = {}
         self.active = threading.current_thread() is threading.main_thread()
 
-    def __enter__(self) -> DeferredSigterm:
+    def __enter__(self) -> DeferredSignals:
         if self.active:
-            self.previous = signal.getsignal(signal.SIGTERM)
-            signal.signal(signal.SIGTERM, self._note)
+            for sig in self.signums:
+                self.previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, self.note)
         return self
 
-    def _note(self, signum: int, frame: Any) -> None:
-        self.fired, self.frame = True, frame
+    def note(self, signum: int, frame: Any = None) -> None:
+        """Remember ``signum`` (the handler while the block runs)."""
+        self.noted.setdefault(signum, frame)
 
     def __exit__(self, *exc: object) -> None:
-        if self.active and self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+        for sig, old in self.previous.items():
+            if old is not None:
+                signal.signal(sig, old)
 
     def check(self) -> None:
-        """Act on a noted SIGTERM as the previous handler would (call it outside the block)."""
-        if not self.fired:
+        """Act on the first noted signal as its previous handler would (call it outside the
+        block); a second one noted meanwhile is the same request and is dropped."""
+        if not self.noted:
             return
-        self.fired = False
-        old = self.previous
+        sig, frame = next(iter(self.noted.items()))
+        self.noted.clear()
+        old = self.previous.get(sig, signal.SIG_DFL)
         if callable(old):
-            old(signal.SIGTERM, self.frame)
+            old(sig, frame)
         elif old != signal.SIG_IGN:  # the default action: terminate by the signal
             import os
 
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), sig)
 
 
 def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
@@ -97,12 +97,18 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
     if address:
         probe(address)
     opts: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    signals = DeferredSignals(signal.SIGINT, signal.SIGTERM)
     try:
-        with _keep_sigterm_handler():
-            if address:
-                ray.init(address=address, **opts)
-            else:
-                ray.init(num_cpus=num_cpus, include_dashboard=False, **opts)
+        with signals:
+            try:
+                if address:
+                    ray.init(address=address, **opts)
+                else:
+                    ray.init(num_cpus=num_cpus, include_dashboard=False, **opts)
+            except SystemExit as exc:  # ray.init's own SIGTERM handler: sys.exit(SIGTERM)
+                if exc.code != signal.SIGTERM:
+                    raise
+                signals.note(signal.SIGTERM)
     except Exception as exc:  # ConnectionError, RuntimeError, ValueError ... from ray.init
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         where = f"the Ray cluster at {address}" if address else "a local Ray runtime"
@@ -111,7 +117,33 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
             Param("address"),
             " / RAY_ADDRESS), or give none to start a local runtime",
         ) from None
+    if signals.noted:  # Ctrl-C or SIGTERM while Ray started (or cut its start short: ray.init's
+        _stop(ray)  # own handler exits): stop what started, then act on the signal
+    signals.check()
     return ray
+
+
+def shutdown() -> None:
+    """Stop this process's Ray connection (and the local runtime it started), when Ray is
+    imported and initialized, with Ctrl-C and SIGTERM deferred until it is done
+    (:class:`DeferredSignals`), then acted on: the CLI calls this once a command ends, so
+    that the teardown does not run in ``atexit``, where a signal prints a traceback."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return
+    ray = sys.modules["ray"]
+    if ray.is_initialized():
+        _stop(ray)
+
+
+def _stop(ray: Any) -> None:
+    """``ray.shutdown()`` (which also ends a runtime whose start was cut short) with Ctrl-C and
+    SIGTERM deferred, then acted on."""
+    signals = DeferredSignals(signal.SIGINT, signal.SIGTERM)
+    with signals:
+        ray.shutdown()
+    signals.check()
 
 
 def probe(address: str, timeout: float = 5.0) -> None:
