@@ -210,3 +210,27 @@ def test_zoo_csv_lists_only_the_plan(tmp_path):
     assert list(pd.read_csv(out / "zoo.csv")["model"]) == list(df["model"])
     man = json.loads((out / ".specbound-manifest.json").read_text())
     assert man["kind"] == "zoo" and set(man["sha256"]) == {"zoo.json", "zoo.csv"}
+
+
+def test_a_full_disk_under_safetensors_keeps_its_cause_and_path(tmp_path):
+    """Issue 44: safetensors reports a full disk as its own error type; the zoo's message
+    names the cause and the path (on main it read "(.../z: OSError)")."""
+    import specbound.studies.zoo.single as tr
+    from specbound.studies.zoo import zoodir
+
+    class SafetensorError(Exception):
+        pass
+
+    class Model:
+        def save_pretrained(self, where, safe_serialization):
+            raise SafetensorError(
+                "Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "
+                '"No space left on device" })'
+            )
+
+    where = tmp_path / "z" / "models" / "m"
+    with pytest.raises(OSError, match="No space left on device") as exc:
+        tr._save(Model(), where)
+    assert exc.value.errno == errno.ENOSPC and exc.value.filename == str(where)
+    line = str(zoodir.os_error(tmp_path / "z", exc.value))
+    assert "No space left on device" in line and str(where) in line and "\n" not in line
