@@ -33,7 +33,7 @@ from ...studies.trajectory import (
     read_trajectory,
     track_gap,
 )
-from ..html import escape, figure_html, file_link, page, sig3, table
+from ..html import figure_html, file_link, page, sig3, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -342,35 +342,37 @@ def write_report(
     total = float(df["wall_s"].max()) + float(df["analysis_s"].iloc[-1])
     share_text = f"{100 * spent / total:.2g}%" if total > 0 else "an unknown share"
     said = answer_sentences(df, ms)
-    answer = (
-        '<div class="answer">'
-        + f'<p class="lead"><b>{escape(said[0])}</b></p>'
-        + "".join(f"<p>{escape(s)}</p>" for s in said[1:])
-        + f"<p>{len(df):,} evaluations from step {int(df['step'].min()):,} to "
+    summary = (
+        f"{len(df):,} evaluations from step {int(df['step'].min()):,} to "
         f"{int(df['step'].max()):,}; analysis took {spent:.3g} s in all, {share_text} of "
         "the wall time up to the last evaluation."
         + (
-            f" Gap: {escape(g.label)}."
+            f" Gap: {g.label}."
             if g is not None
             else " No gap: the loop reported no train/test accuracy or loss pair."
         )
-        + "</p><p>Half-change step: the first step at which a series had covered half of "
+    )
+    half_change = (
+        "Half-change step: the first step at which a series had covered half of "
         "its net change from the first to the last evaluation; undefined when the series "
         f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
-        f"below {FLAT_TOL:g} of its size).</p></div>"
-        + f'<p class="files">Files: {file_link(tmp, TRACK_CSV)}</p>'
+        f"below {FLAT_TOL:g} of its size)."
     )
-    sections = [
-        answer,
-        "<h2>Trajectory</h2>" + "".join(figure_html(f) for f in figs if f is not None),
-        "<h2>When each series moved</h2>"
-        '<p class="note">first and last: the first and last finite values (3 significant '
-        "digits).</p>" + table(ms, formats={"first": sig3, "last": sig3}),
-        f"<h2>Rows ({file_link(tmp, TRACK_CSV)}, all {len(df):,})</h2>" + table(df, page_size=50),
-    ]
     path = tmp / "report.html"
     path.write_text(
-        page("specbound trajectory", sections, docs=("trajectory", "measures")),
+        page(
+            "specbound trajectory",
+            docs=("trajectory", "measures"),
+            template="trajectory.html",
+            said=said,
+            summary=summary,
+            half_change=half_change,
+            track_link=file_link(tmp, TRACK_CSV),
+            figures=[figure_html(f) for f in figs if f is not None],
+            milestones=table(ms, formats={"first": sig3, "last": sig3}),
+            n_rows=len(df),
+            rows=table(df, page_size=50),
+        ),
         encoding="utf-8",
     )
     return path
