@@ -114,6 +114,9 @@ def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, obje
     path, a = analysis_page
     html = path.read_text()
     _safe(html, HOSTILE_DIR)
+    from tests.report.test_undefined import _no_nan
+
+    _no_nan(html)
     answer = html.split("<figure", 1)[0]
     lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
     if a.spectrum_adaptive_share_p0 == 1.0:
