@@ -313,7 +313,8 @@ def _grokking_track(path: Path, metric: str = HOSTILE) -> Path:
 
 
 def test_trajectory_page_escapes_and_answers_first(tmp_path: Path) -> None:
-    from specbound.report.pages.trajectory import grokking_phase, write_trajectory_report
+    from specbound.report.pages.trajectory import write_trajectory_report
+    from specbound.studies.trajectory import grokking_phase
 
     track = _grokking_track(tmp_path / "run")
     write_trajectory_report(track, tmp_path / "out")
