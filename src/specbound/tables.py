@@ -247,3 +247,25 @@ def details_frame(a: Analysis) -> pd.DataFrame:
     for c in ("layer", "head", "rows", "cols", "rank", "htsr_num_tail"):
         out[c] = out[c].astype("Int64")  # counts stay integers; missing cells are <NA>
     return out
+
+
+def type_shares(a: Analysis) -> dict[str, float] | None:
+    """Share of each matrix type (QK, OV, M_in, M_out) in the summed contributions,
+    sum_{A of type t} c*(A) / sum_A c*(A), computed as exp(log c* - max log c*) so that
+    contributions beyond float64 keep their ratios; None when there is no matrix or every
+    contribution is beyond float64 (the shares are undefined)."""
+    s, d = a.spectra, a.details
+    lc = np.asarray(d.log_contribution, dtype=float)
+    if not lc.size or not np.isfinite(np.max(lc)):
+        return None
+    c = np.exp(lc - np.max(lc))
+    total = float(np.nansum(c)) or 1.0
+    return {
+        name: float(np.nansum(c[s.matrix_type == t])) / total for t, name in enumerate(MATRIX_TYPES)
+    }
+
+
+def p_star_counts(a: Analysis) -> list[tuple[float, int]]:
+    """(p*, number of matrices that chose it) for every p* used, ascending."""
+    used, counts = np.unique(a.details.p_star, return_counts=True)
+    return [(float(p), int(n)) for p, n in zip(used, counts, strict=True)]

@@ -41,10 +41,9 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 # --- the HTML layer ---------------------------------------------------------------------------
 
 
-def test_one_escaper_one_table() -> None:
+def test_one_table_escaped_by_its_template() -> None:
     from specbound.report import html as H
 
-    assert H.escape('<a href="x">&') == "&lt;a href=&quot;x&quot;&gt;&amp;"
     t = H.table(
         pd.DataFrame(
             {"model": [HOSTILE, "b"], "num_parameters": [22713728, 5], "v": [np.nan, 1234567.0]}
@@ -59,12 +58,37 @@ def test_one_escaper_one_table() -> None:
     assert 'class="sortable sticky1 paged"' in big and "First 200" not in big
 
 
-def test_trajectory_uses_the_one_escaper() -> None:
-    src = (Path(__file__).parents[2] / "src/specbound/report/pages/trajectory.py").read_text()
-    assert "_esc" not in src and "html.escape" not in src
-    pages = Path(__file__).parents[2] / "src/specbound/report"
-    escapers = [p for p in pages.rglob("*.py") if "html.escape(" in p.read_text()]
-    assert [p.name for p in escapers] == ["html.py"]
+def test_no_hand_escaping_in_report() -> None:
+    """Pages escape through jinja2's autoescaping only: no ``escape(`` call and no
+    ``html.escape`` / ``markupsafe.escape`` import in the HTML layer (the terminal modules
+    escape rich markup, not HTML, and are not pages)."""
+    root = Path(__file__).parents[2] / "src/specbound/report"
+    html_layer = [p for p in root.rglob("*.py") if not p.name.startswith("terminal")]
+    assert len(html_layer) >= 10
+    bad = [
+        p.name
+        for p in html_layer
+        if re.search(
+            r"\bescape\(|import html\b|html\.escape|from markupsafe import .*escape", p.read_text()
+        )
+    ]
+    assert bad == []
+    templates = root / "templates"
+    assert {p.name for p in templates.glob("*.html")} >= {
+        "layout.html",
+        "analysis.html",
+        "scale.html",
+        "correlate.html",
+        "study.html",
+        "trajectory.html",
+        "_table.html",
+    }
+    # autoescaping on, never switched off in a template
+    from specbound.report.html import environment
+
+    assert environment().autoescape is True
+    for t in templates.glob("*.html"):
+        assert "autoescape false" not in t.read_text() and "|safe" not in t.read_text(), t.name
 
 
 # --- analysis page ------------------------------------------------------------------------------
@@ -90,6 +114,9 @@ def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, obje
     path, a = analysis_page
     html = path.read_text()
     _safe(html, HOSTILE_DIR)
+    from tests.report.test_undefined import _no_nan
+
+    _no_nan(html)
     answer = html.split("<figure", 1)[0]
     lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
     if a.spectrum_adaptive_share_p0 == 1.0:
@@ -286,7 +313,8 @@ def _grokking_track(path: Path, metric: str = HOSTILE) -> Path:
 
 
 def test_trajectory_page_escapes_and_answers_first(tmp_path: Path) -> None:
-    from specbound.report.pages.trajectory import grokking_phase, write_trajectory_report
+    from specbound.report.pages.trajectory import write_trajectory_report
+    from specbound.studies.trajectory import grokking_phase
 
     track = _grokking_track(tmp_path / "run")
     write_trajectory_report(track, tmp_path / "out")
@@ -652,7 +680,7 @@ def test_scale_page_names_se_not_shown_to_differ_and_flags_low_df(tmp_path: Path
     assert "fewer than 2 residual degrees of freedom" in answer
     table = html.split("Growth fits (", 1)[1]
     assert ">resid df 1 &lt; 2<" in table and ">resid df 0: no SE<" in table
-    assert "Dotted, labelled &#x27;resid df&#x27;" in html  # the figure caption says so
+    assert "Dotted, labelled &#39;resid df&#39;" in html  # the figure caption says so (escaped)
     assert html.count('class="sortable sticky1') == html.count("<table")
     links = _links_resolve(path)
     assert {"models.csv", "growth.csv"} <= set(links)

@@ -63,21 +63,9 @@ def study(
         print_json({"out": str(out), **result.summary()})
     elif not quiet:
         from rich.console import Console
-        from rich.table import Table
 
-        t = Table(title=f"primary contrasts ({len(result.primary)} rows, Holm over all)")
-        for c in ("contrast", "folder", "role", "delta", "95% interval", "p_holm", "verdict"):
-            t.add_column(c)
-        for r in result.primary.to_dict("records"):
-            t.add_row(
-                str(r["contrast"]),
-                Path(str(r["folder"])).name,
-                str(r["role"]),
-                f"{r['delta']:+.3g}",
-                f"[{r['low']:+.3g}, {r['high']:+.3g}]",
-                f"{r['p_holm']:.3g}",
-                str(r["verdict"])
-                + (f" (replicated: {r['replicated']})" if r["replicated"] else ""),
-            )
+        from ..report.terminal_correlate import study_table
+
+        t = study_table(result.primary)
         Console(stderr=False).print(t)
         print(f"wrote {out}/: primary.csv, exploratory.csv, study.json, report.html")

@@ -1,4 +1,5 @@
-"""The rendering layer: ``html`` (one escaper, one table renderer), ``figures/`` (one style),
+"""The rendering layer: ``html`` (pages from autoescaping jinja2 templates, one table
+renderer), ``numbers`` (one number formatter), ``figures/`` (one style),
 ``pages/`` (one module per report page), ``terminal`` (rich tables).
 
 Names of the former ``specbound.report`` module are re-exported lazily (importing this package
@@ -11,9 +12,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "escape": "html",
     "figure_html": "html",
-    "glossary_html": "html",
+    "glossary_items": "html",
+    "render": "html",
     "key_columns_first": "html",
     "page": "html",
     "scrub_paths": "html",

@@ -1,21 +1,26 @@
-"""The HTML layer of every report page: ONE escaper, ONE table renderer, ONE word for undefined.
+"""The HTML layer of every report page: jinja2 templates with autoescaping, ONE table renderer,
+ONE number formatter (:mod:`.numbers`), ONE word for undefined.
 
-Every user-derived string (model path, axis name and value, task, measure label, metric name)
-reaches a page only through :func:`escape` (``html.escape`` with ``quote=True``). A page is
-self-contained: figures embedded as base64 (SVG, or PNG when asked), inline CSS and a few lines
-of inline JS (click a column header to sort a table); no URL of any kind except relative links
-to the files written next to the page (:func:`file_link`: the CSVs and figures of the same
-output folder, checked to exist). Every table scrolls inside its box with a sticky header row
-and a sticky first column (the row's key), so it is readable at 900 px. Numbers are
-right-aligned with thousands separators, one format per quantity (:func:`fmt`), and a missing
-value is always written :data:`UNDEFINED`. No absolute filesystem path and no "inf" reaches a
-page.
+Every page is rendered from ``report/templates/*.html`` by :func:`render` (a
+``jinja2.Environment`` with ``autoescape=True``): a user-derived string (model path, axis name
+and value, task, measure label, metric name) is passed to a template as plain text and escaped
+there, so no page code escapes anything by hand. Only markup that specbound itself produced
+enters a template unescaped, as ``markupsafe.Markup``: the output of another template (a table,
+a figure, a link), the page CSS and JS of :mod:`.html_assets`, and base64 figure data that
+specbound's matplotlib wrote. A page is self-contained: figures embedded as base64 (SVG, or
+PNG when asked), inline CSS and a few lines of inline JS (click a column header to sort a
+table); no URL of any kind except relative links to the files written next to the page
+(:func:`file_link`: the CSVs and figures of the same output folder, checked to exist). Every
+table scrolls inside its box with a sticky header row and a sticky first column (the row's
+key), so it is readable at 900 px. Numbers are right-aligned with thousands separators, one
+format per quantity (:func:`fmt`), and a missing value is always written :data:`UNDEFINED`.
+No absolute filesystem path and no "inf" reaches a page.
 """
 
 from __future__ import annotations
 
 import base64
-import html as _html
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -23,81 +28,62 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from markupsafe import Markup
 
 from .._version import __version__
+from .numbers import (  # noqa: F401 (re-exported: the pages' formatters)
+    BEYOND,
+    NOT_APPLICABLE,
+    UNDEFINED,
+    fmt,
+    interval,
+    is_undefined,
+    sig3,
+)
 
 if TYPE_CHECKING:
+    import jinja2
     import pandas as pd
 
     from .figures.style import Figure
 
-#: The one way a page writes a value that is not defined (NaN, missing).
-UNDEFINED = "undefined"
-#: How a page writes a cell that has no meaning for its row (a feed-forward matrix's head).
-NOT_APPLICABLE = "n/a"
-#: How a page writes a positive value beyond the float64 range (its log10 is kept).
-BEYOND = "> 1.8e308"
-
-from .html_assets import CSS, GLOSSARY, JS, LABELS  # noqa: E402 (re-exported)
+from .html_assets import CSS, GLOSSARY, JS, LABELS  # (LABELS re-exported)
 
 _ABS_PATH = re.compile(
     r"(?<![\w.:/])(?:[A-Za-z]:)?[/\\](?:[^\s/\\'\"<>,;:()]+[/\\])+"
     r"([^\s/\\'\"<>,;:()]+)"
 )
 
+#: The folder of the page templates (package data).
+TEMPLATES = Path(__file__).with_name("templates")
 
-def escape(x: Any) -> str:
-    """The one HTML escaper: ``html.escape(str(x), quote=True)``."""
-    return _html.escape(str(x), quote=True)
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one jinja2 environment of the pages: ``autoescape=True`` for every template,
+    undefined names an error, the number formatters as filters (``fmt``, ``sig3``,
+    ``count``: an integer with thousands separators) and ``scrub`` (:func:`scrub_paths`)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(fmt=fmt, sig3=sig3, scrub=scrub_paths, count=lambda v: f"{int(v):,}")
+    return env
+
+
+def render(template: str, **context: Any) -> Markup:
+    """``templates/<template>`` rendered with ``context`` (text escaped by the template)."""
+    return Markup(environment().get_template(template).render(**context))
 
 
 def scrub_paths(text: str) -> str:
     """Absolute filesystem paths in ``text`` replaced by their last component."""
     return _ABS_PATH.sub(lambda m: m.group(1), str(text))
-
-
-def is_undefined(v: Any) -> bool:
-    """None, NaN and pandas' missing values are undefined."""
-    if v is None:
-        return True
-    if isinstance(v, (float, np.floating)):
-        return math.isnan(float(v))
-    try:
-        import pandas as pd
-
-        r = pd.isna(v)
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-    return bool(r) if isinstance(r, (bool, np.bool_)) else False
-
-
-def fmt(v: Any, digits: int | None = None) -> str:
-    """One format per quantity: integers (counts, parameters) with thousands separators; floats
-    with 4 significant digits, from 1e3 to 1e6 rounded to an integer with thousands separators
-    (5 significant digits from 1e6 on); ``digits``
-    fixes the decimals instead; undefined -> :data:`UNDEFINED`; +-inf -> beyond float64."""
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return f"{int(v):,}"
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if math.isnan(v):
-            return UNDEFINED
-        if math.isinf(v):
-            return BEYOND if v > 0 else "< -1.8e308"
-        if digits is not None:
-            return f"{v:,.{digits}f}"
-        if v == 0:  # also -0.0 and float noise rounded to zero: never "-0"
-            return "0"
-        if v.is_integer() and abs(v) < 1e15:  # counts (parameters, ranks): every digit
-            return f"{int(v):,}"
-        if 1e3 <= abs(v) < 1e6:  # 1,890 like 29,376: one format for the whole range
-            return f"{v:,.0f}"
-        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.5g}"
-    if v is None or is_undefined(v):
-        return UNDEFINED
-    return str(v)
 
 
 def _is_whole(v: Any) -> bool:
@@ -153,34 +139,6 @@ def column_format(name: str, values: Sequence[Any]) -> Any:
     return fixed
 
 
-def sig3(v: Any) -> str:
-    """A measured value with 3 significant digits (``8.21``, ``0.00186``, ``1.86e+04``), never
-    rounded to an integer (a whole number, a count, keeps every digit: ``223,775``); undefined
-    and beyond-float64 values as :func:`fmt`."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        return fmt(v)
-    f = float(v)
-    if not math.isfinite(f):
-        return fmt(v)
-    if f == 0:
-        return "0"
-    if f.is_integer() and abs(f) < 1e15:  # a count (parameters): every digit
-        return f"{int(f):,}"
-    return f"{f:.3g}"
-
-
-def interval(lo: Any, hi: Any, digits: int = 2) -> str:
-    """``[lo, hi]`` with ``digits`` decimals, or "no interval" when either end is undefined."""
-    try:
-        a, b = float(lo), float(hi)
-    except (TypeError, ValueError):
-        return "no interval"
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return "no interval"
-    a, b = round(a, digits) + 0.0, round(b, digits) + 0.0  # never "-0.00"
-    return f"[{a:.{digits}f}, {b:.{digits}f}]"
-
-
 def _beyond_float64(v: Any, log10: Any) -> bool:
     """A value that is missing/inf while its log10 says it exceeds the float64 range."""
     if not isinstance(v, (float, np.floating)) or math.isfinite(float(v)):
@@ -231,17 +189,17 @@ def table(
     labels: dict[str, str] | None = None,
     missing: dict[str, str] | None = None,
     formats: dict[str, Callable[[Any], str]] | None = None,
-) -> str:
+) -> Markup:
     """THE table renderer: a sortable HTML table (click a header) in a scroll box with a sticky
-    header; numbers right-aligned (:func:`fmt`) and sorted numerically; text columns escaped and
-    path-scrubbed; columns of ``first`` first; headers in words (``LABELS``, the CSV name as
-    tooltip). Every row is written; with ``page_size`` and more rows than that, a pager shows
-    ``page_size`` rows at a time (button "all" shows them all). Each numeric column has one
-    format (:func:`column_format`). ``missing``: column -> the word for its missing cells
-    (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``formats``: column -> its
-    formatter instead (e.g. :func:`sig3`; sorting stays numeric). The first column stays in
-    view when the table scrolls sideways (class ``sticky1``). ``max_rows`` is accepted for old
-    callers and means ``page_size``."""
+    header; numbers right-aligned (:func:`fmt`) and sorted numerically; text columns path-
+    scrubbed (escaped by templates/_table.html); columns of ``first`` first; headers in words
+    (``LABELS``, the CSV name as tooltip). Every row is written; with ``page_size`` and more
+    rows than that, a pager shows ``page_size`` rows at a time (button "all" shows them all).
+    Each numeric column has one format (:func:`column_format`). ``missing``: column -> the word
+    for its missing cells (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``formats``:
+    column -> its formatter instead (e.g. :func:`sig3`; sorting stays numeric). The first column
+    stays in view when the table scrolls sideways (class ``sticky1``). ``max_rows`` is accepted
+    for old callers and means ``page_size``."""
     from pandas.api.types import is_numeric_dtype
 
     if max_rows is not None and page_size is None:
@@ -257,12 +215,15 @@ def table(
         for c in cols
     }
     missing = missing or {}
-    head = "".join(
-        f'<th class="{"txt" if c in text_cols else ""}" title="{escape(c)}">'
-        f"{escape(names.get(str(c), str(c).replace('_', ' ')))}</th>"
+    head = [
+        {
+            "name": str(c),
+            "label": names.get(str(c), str(c).replace("_", " ")),
+            "txt": c in text_cols,
+        }
         for c in cols
-    )
-    body = []
+    ]
+    rows = []
     for row in df.itertuples(index=False):
         cells = []
         logs = dict(zip(cols, row, strict=True))
@@ -275,21 +236,17 @@ def table(
             if c in text_cols:
                 shown = scrub_paths(shown)
                 raw = scrub_paths(raw)
-            cls = ' class="txt"' if c in text_cols else ""
-            cells.append(f'<td{cls} data-v="{escape(raw)}">{escape(shown)}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
+            cells.append({"raw": raw, "shown": shown, "txt": c in text_cols})
+        rows.append(cells)
     paged = page_size is not None and len(df) > page_size
-    pager, tcls, attr = "", "sortable sticky1", ""
-    if paged:
-        pager = (
-            '<div class="pager"><button class="prev">previous</button>'
-            '<button class="next">next</button><button class="all">all rows</button> '
-            f"<span>all {len(df)} rows</span></div>"
-        )
-        tcls, attr = "sortable sticky1 paged", f' data-page="{int(page_size)}"'  # type: ignore[arg-type]
-    return (
-        f'<div class="tw">{pager}<table class="{tcls}"{attr}><thead><tr>{head}</tr></thead>'
-        "<tbody>" + "".join(body) + "</tbody></table></div>"
+    return render(
+        "_table.html",
+        head=head,
+        rows=rows,
+        paged=paged,
+        n_rows=len(df),
+        page_size=page_size,
+        table_class="sortable sticky1 paged" if paged else "sortable sticky1",
     )
 
 
@@ -297,26 +254,28 @@ def table(
 IMAGE_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
 
 
-def figure_html(fig: Figure) -> str:
+def figure_html(fig: Figure) -> Markup:
     """A figure with its caption and relative links to its files (in ``figures/`` next to the
     page, in the order written); the first file a browser shows (SVG or PNG) is embedded as
     base64, so the page stays one self-contained file. A figure written only as PDF has no
-    image on the page, only the link."""
+    image on the page, only the link. (templates/_figure.html)"""
     files = [Path(p) for p in fig.files]
     root = files[0].parent.parent if files else None  # figures live in <out>/figures/
-    links = ", ".join(
+    links = Markup(", ").join(
         file_link(root, f"{p.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
     )
     shown = next((p for p in files if p.suffix in IMAGE_TYPES), None)
-    img = ""
+    image = None
     if shown is not None:
         data = base64.b64encode(shown.read_bytes()).decode("ascii")
-        img = (
-            f'<img alt="{escape(fig.title)}" src="data:{IMAGE_TYPES[shown.suffix]};base64,{data}">'
-        )
-    return (
-        f'<figure id="fig-{escape(fig.name)}">{img}<figcaption><b>{escape(fig.title)}.</b> '
-        f"{escape(scrub_paths(fig.caption))} (Files: {links}.)</figcaption></figure>"
+        image = {"type": IMAGE_TYPES[shown.suffix], "data": data}
+    return render(
+        "_figure.html",
+        name=fig.name,
+        title=fig.title,
+        caption=scrub_paths(fig.caption),
+        links=links,
+        image=image,
     )
 
 
@@ -325,31 +284,29 @@ def glossary_id(term: str) -> str:
     return "g-" + re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
 
 
-def glossary_html(terms: Sequence[str] | None = None) -> str:
-    """The glossary of every page (all terms, or those named); each term has an anchor
-    (:func:`glossary_id`) that a page can link to."""
-    rows = [(t, d) for t, d in GLOSSARY if terms is None or t in terms]
-    items = "".join(
-        f'<dt id="{glossary_id(t)}">{escape(t)}</dt><dd>{escape(d)}</dd>' for t, d in rows
-    )
-    return f'<h2 id="glossary">Glossary</h2><dl class="gloss">{items}</dl>'
+def glossary_items(terms: Sequence[str] | None = None) -> list[tuple[str, str, str]]:
+    """(term, anchor, definition) of the glossary (all terms, or those named); each term has
+    an anchor (:func:`glossary_id`) that a page can link to."""
+    return [(t, glossary_id(t), d) for t, d in GLOSSARY if terms is None or t in terms]
 
 
-def file_link(out_dir: str | Path | None, name: str, text: str | None = None) -> str:
+def file_link(out_dir: str | Path | None, name: str, text: str | None = None) -> Markup:
     """A relative link to ``name`` (a file written next to the page, e.g. ``matrices.csv`` or
     ``figures/esd.svg``) when it exists in ``out_dir``; else the name in plain text."""
-    label = escape(text if text is not None else name)
-    if out_dir is None or not (Path(out_dir) / name).is_file():
-        return label
-    return f'<a href="{escape(Path(name).as_posix())}">{label}</a>'
+    there = out_dir is not None and (Path(out_dir) / name).is_file()
+    return render(
+        "_link.html",
+        href=Path(name).as_posix() if there else None,
+        text=text if text is not None else name,
+    )
 
 
-def files_html(out_dir: str | Path | None, names: Sequence[str]) -> str:
+def files_html(out_dir: str | Path | None, names: Sequence[str]) -> Markup:
     """One line of links to the files of ``names`` that exist in ``out_dir`` ("" when none)."""
     there = [n for n in names if out_dir is not None and (Path(out_dir) / n).is_file()]
     if not there:
-        return ""
-    return '<p class="files">Files: ' + "".join(file_link(out_dir, n) for n in there) + "</p>"
+        return Markup("")
+    return render("_files.html", links=[file_link(out_dir, n) for n in there])
 
 
 #: Where the documentation of each page lives (pages of specbound's mkdocs site, docs/ in the
@@ -365,36 +322,32 @@ DOCS = {
 }
 
 
-def docs_html(*pages: str) -> str:
-    """The footer line naming the documentation of a page (``DOCS`` keys)."""
-    names = [DOCS[p] for p in pages if p in DOCS] + [DOCS["spec"]]
-    return (
-        '<p class="note">Documentation: '
-        + ", ".join(f"<code>docs/{escape(n)}</code>" for n in dict.fromkeys(names))
-        + " (specbound's mkdocs site: <code>mkdocs serve</code> in the source tree). Terms: "
-        '<a href="#glossary">glossary</a>.</p>'
-    )
-
-
 def page(
     title: str,
-    sections: Sequence[str],
+    sections: Sequence[str] = (),
     glossary: bool = True,
     docs: Sequence[str] = (),
+    *,
+    template: str = "layout.html",
+    **context: Any,
 ) -> str:
-    """The whole HTML document: title, sections (already HTML), the glossary, the footer
-    (the documentation pages of ``docs``, :data:`DOCS` keys, and the spec)."""
-    title = scrub_paths(title)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1>"
-        + "\n".join(sections)
-        + (glossary_html() if glossary else "")
-        + docs_html(*docs)
-        + f'<p class="note">specbound {escape(__version__)}. Formulas: SPEC.md.</p>'
-        + f"<script>{JS}</script></body></html>\n"
+    """The whole HTML document (templates/layout.html, or a page template extending it): the
+    title (paths scrubbed), the page's body (``sections``, Markup already rendered, or the
+    page template's own block filled from ``context``), the glossary, the footer (the
+    documentation pages of ``docs``, :data:`DOCS` keys, and the spec)."""
+    names = [DOCS[p] for p in docs if p in DOCS] + [DOCS["spec"]]
+    return str(
+        render(
+            template,
+            title=scrub_paths(title),
+            sections=sections,
+            glossary=glossary_items() if glossary else None,
+            docs=list(dict.fromkeys(names)),
+            version=__version__,
+            css=Markup(CSS),  # specbound's own constant stylesheet
+            js=Markup(JS),  # specbound's own constant script
+            **context,
+        )
     )
 
 

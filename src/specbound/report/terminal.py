@@ -20,6 +20,7 @@ import numpy as np
 from ..core import MATRIX_TYPES
 from ..measures import get_measure, measure_names
 from ..naming import display_names, short_path
+from .numbers import BEYOND, number, spec
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -29,16 +30,15 @@ PROXY_CAVEAT = "proxies: leading factors with constants dropped, not bounds on t
 
 
 def _fmt_bound(b: Any) -> str:
-    """A bound's value, always in one format (scientific, 5 significant digits)."""
-    v = b.value
-    return f"{v:.4e}" if v is not None and math.isfinite(v) else "> 1.8e308"
+    """A bound's value, always in one format (scientific, 5 significant digits); a value
+    beyond float64 (None or inf) as :data:`.numbers.BEYOND`."""
+    return BEYOND if b.value is None else spec(b.value, ".4e")
 
 
 def _fixed(v: float, decimals: int) -> str:
-    """``v`` with thousands separators and ``decimals`` decimals (scientific from 1e12 on)."""
-    if not math.isfinite(v):
-        return "undefined" if math.isnan(v) else "> 1.8e308"
-    return f"{v:.4e}" if abs(v) >= 1e12 else f"{v:,.{decimals}f}"
+    """``v`` with thousands separators and ``decimals`` decimals (scientific from 1e12 on);
+    undefined and beyond float64 as :func:`.numbers.number` writes them."""
+    return number(v, lambda f: f"{f:.4e}" if abs(f) >= 1e12 else f"{f + 0.0:,.{decimals}f}")
 
 
 def explain_p(p_star: np.ndarray, analysis: Analysis | None = None) -> str:
@@ -143,13 +143,12 @@ def _title(console: Any, text: str) -> None:
     console.print(f"[bold]{text}[/bold]", no_wrap=True, overflow="ellipsis", highlight=False)
 
 
-def _short(v: float | None, spec: str = ".4g") -> str:
-    """A measure's value: a whole number (a count) with thousands separators, else ``spec``."""
-    if v is None or not math.isfinite(v):
-        return "undefined" if v is None or math.isnan(v) else "> 1.8e308"
-    if float(v).is_integer() and abs(v) < 1e15:
-        return f"{int(v):,}"
-    return format(v, spec)
+def _short(v: float | None, spec_: str = ".4g") -> str:
+    """A measure's value: a whole number (a count) with thousands separators, else ``spec``
+    (undefined and beyond float64 as :func:`.numbers.number` writes them)."""
+    return number(
+        v, lambda f: f"{int(f):,}" if f.is_integer() and abs(f) < 1e15 else format(f, spec_)
+    )
 
 
 def print_measures(console: Any, a: Analysis) -> None:
@@ -188,7 +187,7 @@ def htsr_fit_sentence(a: Analysis) -> str | None:
     text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < 20), {poor} poor."
     if ok < n:
         mean_ok = h["htsr_alpha_ok"]
-        over = f"{float(mean_ok):.4g}" if mean_ok is not None else "undefined"
+        over = spec(mean_ok, ".4g")
         text += (
             f" htsr_alpha over the {h['htsr_alpha_fits_used']} ok fits: {over} "
             "(htsr_alpha_ok); the measure above averages every defined fit (SPEC 9). Do not "
@@ -219,7 +218,7 @@ def print_htsr_fits(console: Any, a: Analysis) -> None:
         t.add_row(
             str(int(cols["layer"][i])),
             escape(cols["role"][i]),
-            "undefined" if not math.isfinite(al) else f"{al:.3g}",
+            spec(al, ".3g"),
             "" if tail is None else str(tail),
             escape(cols["htsr_fit"][i]),
             escape(cols["htsr_fit_reason"][i]),
@@ -305,9 +304,9 @@ def print_summary(
     for c in ["proxy", "value", "log10"]:
         bt.add_column(c, justify="right", no_wrap=True)
     bt.add_row(
-        "spectrum_adaptive", _fmt_bound(b.spectrum_adaptive), f"{b.spectrum_adaptive.log10:.4f}"
+        "spectrum_adaptive", _fmt_bound(b.spectrum_adaptive), spec(b.spectrum_adaptive.log10, ".4f")
     )
-    bt.add_row("norm_based", _fmt_bound(b.norm_based), f"{b.norm_based.log10:.4f}")
+    bt.add_row("norm_based", _fmt_bound(b.norm_based), spec(b.norm_based.log10, ".4f"))
     console.print(bt)
     print_measures(console, a)
     print_htsr_fits(console, a)

@@ -9,17 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from ..naming import short_path
+from .numbers import UNDEFINED, fixed, is_undefined, sig_small, spec
 from .terminal import _console, _title, escape, wrap_name
 
 
 def _f3(v: Any) -> str:
-    """A statistic with 3 decimals; undefined (NaN/None) as "undefined"."""
-    return "undefined" if v is None or v != v else f"{v:.3f}"
+    """A statistic with 3 decimals; undefined (NaN/None) as :data:`.numbers.UNDEFINED`."""
+    return fixed(v, 3)
 
 
 def _interval(lo: Any, hi: Any) -> str:
-    if (lo is None or lo != lo) and (hi is None or hi != hi):
-        return "undefined"
+    if is_undefined(lo) and is_undefined(hi):
+        return UNDEFINED
     return f"[{_f3(lo)}, {_f3(hi)}]"
 
 
@@ -70,12 +71,9 @@ def correlation_answer(result: Any, measure: str = "spectrum_adaptive") -> str |
     return f"{measure}: {rows['verdict'].iloc[0]}"
 
 
-def _sig(v: Any) -> str:
-    """A difference or endpoint: 3 decimals, or 3 significant digits below 0.01 (a value near
-    0 never rounds to 0 or across it); "undefined" for NaN/None."""
-    if v is None or v != v:
-        return "undefined"
-    return f"{v:.3g}" if v != 0 and abs(v) < 0.01 else f"{v:.3f}"
+#: A difference or endpoint: 3 decimals, or 3 significant digits below 0.01 (a value near 0
+#: never rounds to 0 or across it); undefined for NaN/None (:func:`.numbers.sig_small`).
+_sig = sig_small
 
 
 def _primary_table(rows: list[dict[str, Any]]) -> Any:
@@ -160,3 +158,35 @@ def print_correlation(result: Any, out: Path | None = None, width: int | None = 
             f"figures/, report.html ({len(result.skipped)} skipped)",
             highlight=False,
         )
+
+
+def _said(v: Any) -> bool:
+    """A cell with something to say (not empty, not missing)."""
+    return not is_undefined(v) and str(v) != ""
+
+
+def study_table(primary: Any) -> Any:
+    """The terminal table of ``specbound study``: every primary contrast of every folder
+    (``Study.primary`` rows) with delta, its 95% interval, p_holm and the verdict. A value
+    that is not defined (a contrast without a statistic) is written as the glossary says,
+    never ``+nan``."""
+    from rich.table import Table
+
+    t = Table(title=f"primary contrasts ({len(primary)} rows, Holm over all)")
+    for c in ("contrast", "folder", "role", "delta", "95% interval", "p_holm", "verdict"):
+        t.add_column(c)
+    for r in primary.to_dict("records"):
+        lo, hi = spec(r["low"], "+.3g"), spec(r["high"], "+.3g")
+        t.add_row(
+            escape(str(r["contrast"])),
+            escape(Path(str(r["folder"])).name),
+            escape(str(r["role"])),
+            spec(r["delta"], "+.3g"),
+            UNDEFINED if is_undefined(r["low"]) and is_undefined(r["high"]) else f"[{lo}, {hi}]",
+            spec(r["p_holm"], ".3g"),
+            escape(
+                str(r["verdict"])
+                + (f" (replicated: {r['replicated']})" if _said(r["replicated"]) else "")
+            ),
+        )
+    return t

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..track.trackfile import TRACK_CSV, read_track
+from .gap import resolve_gap
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
 NET_TOL = 0.05
 #: ... or its range is below this share of its largest magnitude (constant up to rounding).
 FLAT_TOL = 1e-9
+#: Grokking: train accuracy within this of its maximum ...
+PLATEAU = 0.02
+#: ... at least this share of the step range before test accuracy's half-change step, and
+#: test accuracy rising by at least this much overall.
+MIN_DELAY, MIN_RISE = 0.1, 0.2
 #: The columns of ``milestones()``.
 MILESTONE_COLUMNS = ["series", "kind", "first", "last", "half_change_step", "note"]
 
@@ -174,3 +180,71 @@ def read_trajectory(track: str | Path, gap_kind: str = "auto") -> Trajectory:
     if not measure_columns(df):
         raise SpecboundError("track.csv holds no measure values to plot")
     return Trajectory(df, gap_kind)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A detected grokking phase: train accuracy at its plateau from ``start``; test
+    accuracy's half-change step ``end``."""
+
+    train: str
+    test: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """Train accuracy ``train`` first within PLATEAU of its maximum ``top`` at step ``start``."""
+
+    train: str
+    start: float
+    top: float
+
+
+def plateau(df: pd.DataFrame) -> Plateau | None:
+    """The step at which train accuracy first came within PLATEAU of its maximum (None without
+    an accuracy pair or with fewer than 3 finite train accuracies)."""
+    g = resolve_gap(df.columns, "accuracy", strict=False)
+    if g is None:
+        return None
+    steps = df["step"].to_numpy(dtype=float)
+    tr = df[g.train].to_numpy(dtype=float)
+    ok = np.isfinite(tr)
+    if ok.sum() < 3:
+        return None
+    top = float(np.max(tr[ok]))
+    t0 = float(steps[ok][np.argmax(tr[ok] >= top - PLATEAU)])
+    return Plateau(g.train, t0, top)
+
+
+def grokking_phase(df: pd.DataFrame) -> Phase | None:
+    """The grokking phase, or None: train accuracy within PLATEAU of its maximum at step t0,
+    test accuracy rising by >= MIN_RISE with its half-change step t1 >= t0 + MIN_DELAY x range."""
+    from ..track import half_change_step
+
+    g = resolve_gap(df.columns, "accuracy", strict=False)
+    pl = plateau(df)
+    if g is None or pl is None:
+        return None
+    steps = df["step"].to_numpy(dtype=float)
+    te = df[g.test].to_numpy(dtype=float)
+    ok_te = np.isfinite(te)
+    if ok_te.sum() < 3:
+        return None
+    span = float(steps.max() - steps.min()) or 1.0
+    t0 = pl.start
+    t1 = half_change_step(steps, te)
+    rise = float(te[ok_te][-1] - te[ok_te][0])
+    if t1 is None or rise < MIN_RISE or t1 - t0 < MIN_DELAY * span:
+        return None
+    return Phase(g.train, g.test, t0, float(t1))
+
+
+def analysis_share(df: pd.DataFrame) -> tuple[float, float | None]:
+    """(seconds the evaluations took, their share of the wall time): sum of analysis_s over
+    (max wall_s + the last evaluation's analysis_s), the wall time up to the end of the last
+    evaluation; the share is None when that wall time is not positive."""
+    spent = float(df["analysis_s"].sum())
+    total = float(df["wall_s"].max()) + float(df["analysis_s"].iloc[-1])
+    return spent, (spent / total if total > 0 else None)

@@ -1,7 +1,10 @@
 """The report page of one analysis (``analyze --report``): the answer first, in plain words with
 its caveats (rank ceiling, proxies are not bounds), then the figures, then the tables.
 
-Every user-derived string goes through ``html.escape``; tables through ``html.table``.
+Rendered from templates/analysis.html (the body: analysis_body.html, the answer:
+_analysis_answer.html), which escape every user-derived string; tables through ``html.table``.
+The numbers come from the analysis (``tables.type_shares``, ``tables.p_star_counts``); this
+module words and formats them.
 """
 
 from __future__ import annotations
@@ -14,16 +17,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...naming import display_name
+from ...tables import p_star_counts, type_shares
 from ..html import (
     NOT_APPLICABLE,
-    escape,
     figure_html,
     file_link,
     files_html,
     page,
+    render,
     scrub_paths,
     table,
 )
+from ..numbers import BEYOND, UNDEFINED, percent, spec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,9 +65,8 @@ P_MEANING = (
 
 def bound_text(b: Any) -> str:
     """``value (log10 x.xxx)``; a value beyond float64 is written so (its log10 kept)."""
-    v = b.value
-    value = f"{v:.4g}" if v is not None and math.isfinite(v) else "&gt; 1.8e308"
-    return f"{value} (log10 {b.log10:.3f})"
+    value = BEYOND if b.value is None else spec(b.value, ".4g")
+    return f"{value} (log10 {spec(b.log10, '.3f')})"
 
 
 def ceiling_sentence(a: Analysis) -> str:
@@ -154,60 +158,96 @@ def _c_text(log_c: float) -> str:
     return f"{v:.4g}" if math.isfinite(v) else f"10^{log_c / math.log(10):.4g}"
 
 
-def answer_html(a: Analysis) -> str:
-    """The opening: the answer in plain words (rank ceiling or not), the caveat, both proxies,
-    which matrices dominate and which p they chose."""
+def shares_text(shares: dict[str, float] | None) -> str:
+    """``QK 62%, OV 30%, ...``, largest first (``tables.type_shares``); undefined when None."""
+    if shares is None:
+        return UNDEFINED
+    ranked = sorted(shares.items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} {percent(share)}" for name, share in ranked)
+
+
+def answer_context(a: Analysis) -> dict[str, Any]:
+    """What the opening says (templates/_analysis_answer.html): the answer in plain words (rank
+    ceiling or not), the caveat, both proxies, which matrices dominate and which p they chose.
+    A caller may append sentences to ``extra`` (a paragraph each, before the adaptations)."""
     from ..terminal import explain_p
 
     d, s = a.details, a.spectra
-    c = np.exp(d.log_contribution - np.max(d.log_contribution)) if len(s) else np.zeros(0)
-    total = float(c.sum()) or 1.0
-    by_type = {
-        name: float(c[s.matrix_type == t].sum()) / total for t, name in enumerate(MATRIX_TYPES)
-    }
-    ranked = sorted(by_type.items(), key=lambda kv: -kv[1])
-    top = int(np.argmax(d.log_contribution)) if len(s) else -1
     sa, nb = a.bounds.spectrum_adaptive, a.bounds.norm_based
-    lines = [
-        '<div class="answer">',
-        f'<p class="lead"><b>{escape(ceiling_sentence(a))}</b></p>',
-        f"<p>{escape(PROXY_CAVEAT)}</p>",
-        '<div class="bounds">'
-        f'<div class="bound">spectrum-adaptive proxy: <b>{bound_text(sa)}</b></div>'
-        f'<div class="bound">norm-based proxy: <b>{bound_text(nb)}</b></div></div>',
-        f"<p>The spectrum-adaptive proxy is {abs(nb.log10 - sa.log10):.2f} orders of magnitude "
-        f"{'below' if sa.log10 <= nb.log10 else 'above'} the norm-based one (different dropped "
-        "constants: this is not a tighter bound).</p>",
-        "<p><b>Which matrices dominate:</b> share of the summed contributions by type: "
-        + escape(", ".join(f"{name} {share:.0%}" for name, share in ranked))
-        + ".",
-    ]
-    if top >= 0:
-        lines.append(" " + escape(largest_term_sentence(a)))
-    lines.append("</p>")
-    used, counts = np.unique(d.p_star, return_counts=True)
-    dist = ", ".join(f"p* = {p:.3g}: {n:,}" for p, n in zip(used, counts, strict=True))
-    lines.append(
-        f"<p><b>Which p they chose:</b> {escape(dist)} (of {len(s):,} matrices; grid m = "
-        f"{a.grid_m}, p in {{0, 1/m, ..., 2}}). {escape(explain_p(d.p_star, a))}"
-        f"</p><p>{escape(P_MEANING)}</p>"
-    )
+    dist = ", ".join(f"p* = {p:.3g}: {n:,}" for p, n in p_star_counts(a))
     depth0 = float(d.log_alpha[0] / np.log(10.0)) if d.log_alpha.size else 0.0
     params = "" if a.num_parameters is None else f", {a.num_parameters:,} parameters"
-    lines.append(
-        f"<p>log10_depth_factor of layer 0 = {depth0:.2f}. Model: "
-        f"{escape(a.spec.architecture)}, L = {a.spec.num_layers}, "
-        f"N = {a.spec.hidden_size:,}, H = {a.spec.num_heads}, "
-        f"F = {a.spec.intermediate_size:,}{params}.</p>"
-    )
-    for note in a.adaptations:
-        lines.append(f'<p class="note">Adaptation: {escape(scrub_paths(note))}</p>')
-    lines.append("</div>")
-    return "".join(lines)
+    return {
+        "ceiling": ceiling_sentence(a),
+        "caveat": PROXY_CAVEAT,
+        "bounds": [("spectrum-adaptive", bound_text(sa)), ("norm-based", bound_text(nb))],
+        "orders": (
+            f"The spectrum-adaptive proxy is {abs(nb.log10 - sa.log10):.2f} orders of magnitude "
+            f"{'below' if sa.log10 <= nb.log10 else 'above'} the norm-based one (different "
+            "dropped constants: this is not a tighter bound)."
+        ),
+        "shares": shares_text(type_shares(a)),
+        "largest": largest_term_sentence(a) if len(s) else "",
+        "p_dist": dist,
+        "n_matrices": len(s),
+        "grid_m": a.grid_m,
+        "explain_p": explain_p(d.p_star, a),
+        "p_meaning": P_MEANING,
+        "model": (
+            f"log10_depth_factor of layer 0 = {depth0:.2f}. Model: {a.spec.architecture}, "
+            f"L = {a.spec.num_layers}, N = {a.spec.hidden_size:,}, H = {a.spec.num_heads}, "
+            f"F = {a.spec.intermediate_size:,}{params}."
+        ),
+        "extra": [],
+        "adaptations": [scrub_paths(note) for note in a.adaptations],
+    }
+
+
+def answer_html(a: Analysis) -> str:
+    """The opening alone (templates/_analysis_answer.html with :func:`answer_context`)."""
+    return render("_analysis_answer.html", a=answer_context(a))
 
 
 #: The files of an analysis folder that its page links to (those that exist).
 ANALYSIS_FILES = ("summary.json", "matrices.csv", "layers.csv", "weights.csv", "spectra.npz")
+
+
+def analysis_context(
+    a: Analysis,
+    figs: Sequence[Figure],
+    notes: Sequence[str] = (),
+    out_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Everything templates/analysis_body.html shows for one model: the answer
+    (:func:`answer_context`), figures, tables; headings link to the CSVs in ``out_dir`` (the
+    page's folder) when they are there."""
+    from ..figures.analysis import head_grids, heatmap_summary
+    from ..terminal import htsr_fit_sentence
+
+    mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
+    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: n/a
+    mats = mats.rename(columns=DEPTH_RENAME)
+    mt = measures_table(a)
+    constant = heatmap_summary(head_grids(a))[2]
+    weights = getattr(a, "weights", None)
+    has_weights = weights is not None and len(weights)
+    return {
+        "a": answer_context(a),
+        "files": files_html(out_dir, ANALYSIS_FILES),
+        "link": {
+            n.split(".")[0]: file_link(out_dir, n)
+            for n in ("summary.json", "layers.csv", "matrices.csv", "weights.csv")
+        },
+        "measures": table(mt) if mt is not None else None,
+        "fit_words": htsr_fit_sentence(a) if mt is not None else None,
+        "figure_notes": [*notes, *([constant] if constant else [])],
+        "figures": [figure_html(f) for f in figs],
+        "layers": table(a.layers.rename(columns=DEPTH_RENAME), first=LAYER_FIRST),
+        "matrices": table(mats, page_size=50, first=MATRIX_FIRST, missing={"head": NOT_APPLICABLE}),
+        "weights": (
+            table(weights, page_size=50, first=["layer", "role", "tensor"]) if has_weights else None
+        ),
+    }
 
 
 def analysis_sections(
@@ -216,50 +256,9 @@ def analysis_sections(
     notes: Sequence[str] = (),
     out_dir: str | Path | None = None,
 ) -> list[str]:
-    """Answer, figures, tables for one model; headings link to the CSVs in ``out_dir`` (the
-    page's folder) when they are there."""
-    from ..figures.analysis import head_grids, heatmap_summary
-
-    mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
-    mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: n/a
-    mats = mats.rename(columns=DEPTH_RENAME)
-    out = [answer_html(a) + files_html(out_dir, ANALYSIS_FILES)]
-    mt = measures_table(a)
-    if mt is not None:
-        out.append(
-            f"<h2>Measures ({file_link(out_dir, 'summary.json')})</h2>"
-            '<p class="note">Larger should mean "generalizes worse" (SPEC 9). The two '
-            "bounds and the log products are log10 values. htsr_alpha is WeightWatcher's "
-            "power-law exponent, not the depth_factor.</p>" + table(mt)
-        )
-        from ..terminal import htsr_fit_sentence
-
-        fit_words = htsr_fit_sentence(a)
-        if fit_words:
-            out.append(f'<p class="note"><b>Power-law fit quality:</b> {escape(fit_words)}</p>')
-    constant = heatmap_summary(head_grids(a))[2]
-    words = [*notes, *([constant] if constant else [])]
-    out.append(
-        "<h2>Figures</h2>"
-        + "".join(f'<p class="note">{escape(w)}</p>' for w in words)
-        + "".join(figure_html(f) for f in figs)
-    )
-    out += [
-        f"<h2>Per layer ({file_link(out_dir, 'layers.csv')})</h2>"
-        + table(a.layers.rename(columns=DEPTH_RENAME), first=LAYER_FIRST),
-        "<h2>Matrices, largest contributions first "
-        f"({file_link(out_dir, 'matrices.csv')})</h2>"
-        + table(mats, page_size=50, first=MATRIX_FIRST, missing={"head": NOT_APPLICABLE}),
-    ]
-    weights = getattr(a, "weights", None)
-    if weights is not None and len(weights):
-        out.append(
-            f"<h2>Raw weight matrices ({file_link(out_dir, 'weights.csv')})</h2>"
-            '<p class="note">The matrices of the baseline measures (SPEC 9): norms, '
-            "stable rank and the heavy-tailed power-law fit (HTSR alpha).</p>"
-            + table(weights, page_size=50, first=["layer", "role", "tensor"])
-        )
-    return out
+    """The body of the page for one model (templates/analysis_body.html rendered with
+    :func:`analysis_context`), as one section."""
+    return [render("analysis_body.html", **analysis_context(a, figs, notes, out_dir))]
 
 
 def write_analysis_report(
@@ -293,8 +292,9 @@ def write_analysis_report(
         notes.append("No ESD figure: no raw weight matrix has the 20 eigenvalues a fit needs.")
     html_text = page(
         f"specbound report: {display_name(analysis.model)}",
-        analysis_sections(analysis, figs, notes, out_dir),
         docs=("analyze", "measures", "weightwatcher"),
+        template="analysis.html",
+        **analysis_context(analysis, figs, notes, out_dir),
     )
     (out_dir / "report.html").write_text(html_text, encoding="utf-8")
     return out_dir / "report.html"

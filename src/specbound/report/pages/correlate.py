@@ -13,8 +13,9 @@ The page opens with the answer in SPEC 10's words: what the tool's own proxy doe
 measure's verdict (correlation.csv's ``verdict``: intervals and evidence counts decide), which
 differences between measures are established (differences.csv: "better" only when the paired
 interval excludes 0), the rank-ceiling diagnosis and the zoo's counts. Then figures, then tables
-with short model labels and a legend. Every user string (paths, axis names and values, task,
-measure and metric names) goes through ``html.escape``.
+with short model labels and a legend. Rendered from templates/correlate.html and
+_correlate_answer.html, which escape every user string (paths, axis names and values, task,
+measure and metric names); numbers through :mod:`..numbers`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ...naming import display_names
 from ...studies.correlate.rules import BASELINES
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
-from ..html import escape, figure_html, files_html, interval, page, table
+from ..html import figure_html, files_html, interval, page, render, table
+from ..numbers import sig_small, spec
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from ..figures.style import Figure
 
 __all__ = [
+    "answer_context",
     "answer_html",
     "color_axis",
     "correlation_page",
@@ -91,46 +94,25 @@ def _verdict(row: dict[str, Any], axes: list[str]) -> str:
     return verdict(row, axes)
 
 
-def _sig(v: Any) -> str:
-    """3 decimals, or 3 significant digits below 0.01 (never rounds across 0 or a threshold)."""
-    x = _float(v)
-    if math.isnan(x):
-        return "undefined"
-    return f"{x:.3g}" if x != 0 and abs(x) < 0.01 else f"{x:.3f}"
+#: A statistic or a difference on this page (3 decimals, 3 significant digits below 0.01).
+_sig = sig_small
 
 
-def primary_html(result: Correlation) -> str:
-    """The primary contrasts (protocol v3) as a small table, then the missing grid points."""
+def primary_rows(result: Correlation) -> list[dict[str, str]]:
+    """The primary contrasts (protocol v3, differences.csv family primary) as the page shows
+    them: text cells, numbers formatted."""
     d = result.differences
-    parts = []
-    if d is not None and "family" in d.columns:
-        prim = d[d["family"] == "primary"].to_dict("records")
-        if prim:
-            rows = "".join(
-                f"<tr><td>{escape(r['contrast'])}</td><td><code>{escape(r['measure'])}</code> − "
-                f"<code>{escape(r['versus'])}</code></td><td>{escape(r['statistic'])}</td>"
-                f'<td class="num">{_sig(r["delta"])} [{_sig(r["low"])}, {_sig(r["high"])}]</td>'
-                f'<td class="num">{_sig(r["p"])}</td><td class="num">{_sig(r["p_holm"])}</td>'
-                f"<td><b>{escape(r['verdict'])}</b></td><td>{escape(r['evidence'])}</td></tr>"
-                for r in prim
-            )
-            parts.append(
-                "<p><b>Primary contrasts</b> (fixed in advance; Holm over these "
-                f"{len(prim)}; a verdict needs p_holm &lt; 0.05 and an interval that excludes 0, "
-                "&ge; 8 configurations and &ge; 1000 draws):</p>"
-                '<div class="scroll"><table><thead><tr><th>contrast</th><th>measure − versus'
-                "</th><th>statistic</th><th>delta [95% interval]</th><th>p</th><th>p_holm</th>"
-                "<th>verdict</th><th>evidence</th></tr></thead><tbody>"
-                + rows
-                + "</tbody></table></div>"
-            )
-    missing = list(getattr(result, "missing", []) or [])
-    if missing:
-        parts.append(
-            f'<p class="warn">{len(missing)} configurations of the grid have no usable model '
-            f"(missing, skipped or unconverged): {escape(', '.join(missing))}.</p>"
-        )
-    return "".join(parts)
+    if d is None or "family" not in d.columns:
+        return []
+    return [
+        {
+            **{k: str(r[k]) for k in ("contrast", "measure", "versus", "statistic")},
+            **{k: _sig(r[k]) for k in ("delta", "low", "high", "p", "p_holm")},
+            "verdict": str(r["verdict"]),
+            "evidence": str(r["evidence"]),
+        }
+        for r in d[d["family"] == "primary"].to_dict("records")
+    ]
 
 
 def differences_sentences(result: Correlation, measure: str) -> list[str]:
@@ -185,18 +167,21 @@ def confound_sentence(result: Correlation, rows: dict[str, Any]) -> str:
     }
     weight = {k: v for k, v in weight.items() if not math.isnan(v)}
     best = max(weight, key=lambda k: weight[k]) if weight else None
-    text = f"Sample size alone (sample_size_only) ranks the gap with τ {ss:+.3g}"
+    text = f"Sample size alone (sample_size_only) ranks the gap with τ {spec(ss, '+.3g')}"
     if best is not None:
-        text += f"; the best measure of the weights or data, {best}, has τ {weight[best]:+.3g}"
+        text += (
+            f"; the best measure of the weights or data, {best}, has τ {spec(weight[best], '+.3g')}"
+        )
     return text + ": n varies, so read each measure beyond n (τ_n, within strata of equal n)."
 
 
-def answer_html(result: Correlation) -> str:
-    """The opening: the tool's own proxy, every measure's verdict, established differences,
-    the rank ceiling, the zoo's counts."""
+def answer_context(result: Correlation) -> dict[str, Any]:
+    """What the opening says (templates/_correlate_answer.html): the tool's own proxy, the
+    primary contrasts, every measure's verdict, established differences, the rank ceiling,
+    the zoo's counts."""
     c = result.correlation
     rows = {str(r["measure"]): r for r in c.to_dict("records")}
-    parts: list[str] = [f"<p>{escape(confound_sentence(result, rows))}</p>"]
+    lead = None
     if OWN in rows:
         r = rows[OWN]
         lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')})"
@@ -205,40 +190,32 @@ def answer_html(result: Correlation) -> str:
         else:
             lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
             lead += f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
-        parts.append(f'<p class="lead"><b>{escape(lead)}.</b></p>')
-    parts.append(primary_html(result))
     rc = getattr(result, "rank_ceiling", None) or {}
-    if rc.get("statement"):
-        parts.append(f"<p><b>Rank ceiling:</b> {escape(rc['statement'])}</p>")
-    items = []
-    for name, r in rows.items():
-        items.append(
-            f"<li><code>{escape(name)}</code>: {escape(_verdict(r, result.axes))} "
-            f"({escape(_stat(r, 'kendall_tau', 'τ'))}; {escape(_stat(r, 'psi', 'Ψ'))})</li>"
+    measures = [
+        (
+            name,
+            _verdict(r, result.axes),
+            f"{_stat(r, 'kendall_tau', 'τ')}; {_stat(r, 'psi', 'Ψ')}",
         )
-    parts.append(
-        "<p><b>Each measure, in SPEC 10's words</b> (a claim needs an interval that excludes "
-        "0, or for a failing axis at least 10 pairs):</p><ul>" + "".join(items) + "</ul>"
-    )
+        for name, r in rows.items()
+    ]
+    best_rows = []
     for st, label in (("psi", "granulated Kendall Ψ"), ("kendall_tau", "Kendall τ")):
         if st not in c.columns or not c[st].map(_float).notna().any():
             continue
         best = str(c.loc[c[st].map(_float).idxmax(), "measure"])
         said = [x for x in differences_sentences(result, best) if f" on {st}:" in x]
-        text = (
-            f"<p><b>Best by {label}:</b> <code>{escape(best)}</code> "
-            f"({escape(_stat(rows[best], st, label.split()[-1]))}; the largest point value"
-        )
+        text = f"{_stat(rows[best], st, label.split()[-1])}; the largest point value"
         if said:
-            text += "; exploratory paired differences (BH q-values): " + escape("; ".join(said))
-        text += escape(lead_clause(said))
+            text += "; exploratory paired differences (BH q-values): " + "; ".join(said)
+        text += lead_clause(said)
         if best.endswith("sqrt_n") or best == "sample_size_only":
-            text += escape(
+            text += (
                 "; it contains sample size (a -1/2 log10 n term), so part of its rank is n's"
                 if best != "sample_size_only"
                 else "; it is sample size alone, not a property of the weights"
             )
-        parts.append(text + ").</p>")
+        best_rows.append({"label": label, "measure": best, "text": text})
     used, listed = len(result.models), result.n_listed
     failed = len(result.skipped) - result.n_unconverged
     conv = "kept" if result.include_unconverged else "excluded"
@@ -253,13 +230,23 @@ def answer_html(result: Correlation) -> str:
         )
         + f"; axes: {', '.join(result.axes) or 'none'} (seed is a replicate unless named)."
     )
-    parts.append(f"<p>{escape(zoo)}</p>")
-    if result.n_unconverged and not result.include_unconverged:
-        parts.append(
-            f'<p class="warn">{result.n_unconverged:,} unconverged models are excluded: the '
-            "statistics describe the converged models only, not the design.</p>"
-        )
-    return '<div class="answer">' + "".join(parts) + "</div>"
+    unconverged = result.n_unconverged if not result.include_unconverged else 0
+    return {
+        "confound": confound_sentence(result, rows),
+        "lead": lead,
+        "primary": primary_rows(result),
+        "missing": [str(m) for m in getattr(result, "missing", []) or []],
+        "rank_ceiling": rc.get("statement"),
+        "measures": measures,
+        "best": best_rows,
+        "zoo": zoo,
+        "unconverged": unconverged,
+    }
+
+
+def answer_html(result: Correlation) -> str:
+    """The opening alone (templates/_correlate_answer.html with :func:`answer_context`)."""
+    return render("_correlate_answer.html", a=answer_context(result))
 
 
 def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
@@ -315,57 +302,33 @@ def report_html(
     out_dir: str | Path | None = None,
     siblings: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The whole report page, figures embedded; links to the files written next to it and to
-    ``siblings`` (label, relative href) pages."""
-    title = page_title(result)
-    sections = [answer_html(result), files_html(out_dir, CORRELATE_FILES)]
-    if siblings:
-        links = ", ".join(f'<a href="{escape(h)}">{escape(t)}</a>' for t, h in siblings)
-        sections.append(f'<p class="files">Other pages of this study: {links}</p>')
-    if result.notes:
-        sections.append('<p class="note">' + "<br>".join(escape(n) for n in result.notes) + "</p>")
-    if figures:
-        sections.append("<h2>τ, Ψ and τ at fixed n of every measure</h2>" + figure_html(figures[0]))
-        sections.append(
-            '<h2>Each measure against the gap</h2><div class="grid">'
-            + "".join(figure_html(f) for f in figures[1:])
-            + "</div>"
-        )
-    sections.append("<h2>correlation.csv</h2>" + table(result.correlation))
+    """The whole report page (templates/correlate.html), figures embedded; links to the files
+    written next to it and to ``siblings`` (label, relative href) pages."""
     d = result.differences
-    if d is not None and len(d):
-        sections.append(
-            "<h2>differences.csv</h2>"
-            '<p class="note">delta = statistic(measure) − statistic(versus); [low, high]: the '
-            "paired bootstrap interval; p: its bootstrap p-value over B draws. Primary rows "
-            "(P1-P3) carry p_holm (Holm over them), exploratory rows q_bh (Benjamini-Hochberg "
-            "over them); a verdict is better or worse only when that figure is &lt; 0.05 and the "
-            "interval excludes 0, and never within 2 Monte Carlo errors of 0.05 (borderline).</p>"
-            + table(d, page_size=50)
-        )
     models = result.models.copy()
     labels, legend = model_labels(models)
     if "model" in models.columns:
         models["model"] = labels
     drop = [c for c in PATH_COLUMNS if c in models.columns]
     models = models.drop(columns=drop)
-    note = (
-        f'<p class="note">Columns {escape(", ".join(drop))} (a path per model) are in '
-        "models.csv.</p>"
-        if drop
-        else ""
+    return page(
+        page_title(result),
+        docs=("correlate", "measures"),
+        template="correlate.html",
+        a=answer_context(result),
+        files=files_html(out_dir, CORRELATE_FILES),
+        siblings=list(siblings),
+        notes=list(result.notes),
+        figures=[figure_html(f) for f in figures],
+        correlation=table(result.correlation),
+        differences=table(d, page_size=50) if d is not None and len(d) else None,
+        n_models=len(result.models),
+        path_columns=drop,
+        models=table(models, page_size=50),
+        legend=table(legend, page_size=50) if legend is not None else None,
+        n_skipped=len(result.skipped),
+        skipped=table(result.skipped, page_size=50) if len(result.skipped) else None,
     )
-    sections.append(
-        f"<h2>models.csv ({len(result.models):,} models)</h2>" + note + table(models, page_size=50)
-    )
-    if legend is not None:
-        sections.append("<h2>Model labels</h2>" + table(legend, page_size=50))
-    if len(result.skipped):
-        sections.append(
-            f"<h2>skipped.csv ({len(result.skipped):,} models)</h2>"
-            + table(result.skipped, page_size=50)
-        )
-    return page(title, sections, docs=("correlate", "measures"))
 
 
 def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:

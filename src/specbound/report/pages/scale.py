@@ -1,6 +1,8 @@
 """The report page of a scaling study (``scale``, ``reproduce``): the answer first, as the
 verdict sentences of ``studies.scale.verdict`` (two-point caveats, residual degrees of freedom,
-the rank ceiling, dominance, measures without a fit), then figures, then the tables."""
+the rank ceiling, dominance, measures without a fit), then figures, then the tables.
+Rendered from templates/scale.html and _scale_answer.html; the numbers (ranges, shares) come
+from ``studies.scale.notes``; this module words and formats them."""
 
 from __future__ import annotations
 
@@ -8,20 +10,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ...naming import display_name, display_names, natural_key
 from ..html import (
-    escape,
     figure_html,
     file_link,
     files_html,
     key_columns_first,
     page,
+    render,
     scrub_paths,
     sig3,
     table,
 )
+from ..numbers import percent
 from .analysis import PROXY_CAVEAT
 
 if TYPE_CHECKING:
@@ -49,130 +50,84 @@ GROWTH_FIRST = [
 ]
 
 
-def _defined(column: Any) -> Any:
-    """The finite values of a column (an empty cell is a value beyond float64: undefined)."""
-    import pandas as pd
-
-    v = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-    return v[np.isfinite(v)]
-
-
-def _proxy_col(models: pd.DataFrame, proxy: str) -> str | None:
-    for c in (f"{proxy}_log10", proxy):
-        if c in models.columns:
-            return c
-    return None
-
-
 def share_text(share: float) -> str:
     """The one format of a share p* = 0 on every page: a percentage."""
-    return f"{100 * share:.0f}%"
+    return percent(share)
 
 
-def study_answer_html(study: Study) -> str:
-    """The opening: the verdict sentences (answer first), the caveat, then the ranges."""
+def answer_context(study: Study) -> dict[str, Any]:
+    """What the opening says (templates/_scale_answer.html): the verdict sentences (answer
+    first), the notes, the caveat, then the ranges (``studies.scale.notes``)."""
     from ...studies.scale import notes as N
     from ...studies.scale import verdict as V
+    from .analysis import shares_text
 
     m, g = study.models, study.growth
-    lines = ['<div class="answer">']
-    first = True
+    verdicts = []
+    notes: list[str] = []
     if len(m) and not g.empty:
         for axis, sym, osym in (("hidden_size", "N", "L"), ("num_layers", "L", "N")):
             v = V.growth_verdict(g, axis)
             said = [] if v is None else [v.sentence, *v.interaction]
             c = V.ceiling_verdict(m, g, axis)
             said += [c] if c else []
-            if not said:
-                continue
-            text = escape(" ".join(said))
-            lines.append(
-                f"<p{' class=lead' if first else ''}><b>Against {sym}</b> (at fixed {osym}): "
-                + (f"<b>{text}</b>" if first else text)
-                + "</p>"
-            )
-            first = False
+            if said:
+                verdicts.append({"sym": sym, "other": osym, "text": " ".join(said)})
     if len(m):
         low = V.low_df_note(g) if not g.empty else None
-        for line in (N.ceiling_count(m), N.dominance_note(m), low, *N.measure_notes(m, g)):
-            if line:
-                lines.append(f"<p>{escape(line)}</p>")
-    if study.growth.empty:
-        lines.append("<p>No growth fit: no two models differ in only one of N and L.</p>")
-    lines.append(f"<p>{escape(PROXY_CAVEAT)}</p><p>{len(m):,} models analyzed.")
+        lines = (N.ceiling_count(m), N.dominance_note(m), low, *N.measure_notes(m, g))
+        notes = [line for line in lines if line]
+    ranges = []
     for proxy, label in (("spectrum_adaptive", "spectrum-adaptive"), ("norm_based", "norm-based")):
-        col = _proxy_col(m, proxy)
-        vals = _defined(m[col]) if col is not None else np.array([])
-        if vals.size:
-            lines.append(
-                f" log10 B of the {label} proxy ranges from {vals.min():.3f} to {vals.max():.3f}"
-                + (
-                    f" ({len(m) - vals.size} models beyond float64: undefined)."
-                    if vals.size < len(m)
-                    else "."
-                )
-            )
-        elif col is not None and len(m):
-            lines.append(f" The {label} proxy is beyond float64 (undefined) for every model.")
-    lines.append("</p>")
-    share_col = next(
-        (c for c in ("spectrum_adaptive_share_p0", "share_p0") if c in m.columns), None
-    )
-    s = _defined(m[share_col]) if share_col is not None else np.array([])
-    if s.size:
-        if float(np.nanmin(s)) == 1.0:
-            lines.append(
-                "<p><b>Which p they chose:</b> every matrix of every model picked p* = 0 "
-                f"(share p*=0: {share_text(1.0)} in every model), so the spectrum-adaptive "
-                "proxy is the rank ceiling: it depends on the ranks only (sum of sqrt(rank x "
-                "N)), not on the trained singular values.</p>"
-            )
+        r = N.proxy_range(m, proxy) if len(m) else None
+        if r is None:
+            continue
+        lo, hi, n_undefined = r
+        if n_undefined == len(m):
+            ranges.append(f"The {label} proxy is beyond float64 (undefined) for every model.")
         else:
-            lines.append(
-                f"<p><b>Which p they chose:</b> share p*=0 from {share_text(np.nanmin(s))} to "
-                f"{share_text(np.nanmax(s))} of the matrices per model (mean "
-                f"{share_text(float(np.nanmean(s)))}); p* = 0 charges a matrix by its rank "
-                "only.</p>"
+            ranges.append(
+                f"log10 B of the {label} proxy ranges from {lo:.3f} to {hi:.3f}"
+                + (f" ({n_undefined} models beyond float64: undefined)." if n_undefined else ".")
             )
-    defined = [
-        a
-        for a in study.analyses
-        if np.isfinite(np.max(a.details.log_contribution, initial=-np.inf))
-    ]
-    if study.analyses and not defined:
-        lines.append(
-            "<p><b>Which matrices dominate:</b> undefined (every model's contributions are "
-            "beyond float64).</p>"
+    choice = None
+    sr = N.share_p0_range(m)
+    if sr is not None and sr[0] == 1.0:
+        choice = (
+            "every matrix of every model picked p* = 0 "
+            f"(share p*=0: {share_text(1.0)} in every model), so the spectrum-adaptive "
+            "proxy is the rank ceiling: it depends on the ranks only (sum of sqrt(rank x "
+            "N)), not on the trained singular values."
         )
-    if defined:
-        sa_share: dict[str, float] = dict.fromkeys(MATRIX_TYPES, 0.0)
-        for a in defined:
-            c = np.exp(a.details.log_contribution - np.max(a.details.log_contribution))
-            tot = float(np.nansum(c)) or 1.0
-            for t, name in enumerate(MATRIX_TYPES):
-                sa_share[name] += float(np.nansum(c[a.spectra.matrix_type == t])) / tot
-        n = len(defined)
-        ranked = sorted(sa_share.items(), key=lambda kv: -kv[1])
-        lines.append(
-            "<p><b>Which matrices dominate</b> (mean share of the summed "
-            "contributions): " + escape(", ".join(f"{k} {v / n:.0%}" for k, v in ranked)) + ".</p>"
+    elif sr is not None:
+        choice = (
+            f"share p*=0 from {share_text(sr[0])} to {share_text(sr[1])} of the matrices per "
+            f"model (mean {share_text(sr[2])}); p* = 0 charges a matrix by its rank only."
         )
-    if study.missing:
-        lines.append(
-            f'<p class="note">Missing ({len(study.missing)}), not analyzed: '
-            + escape(", ".join(study.missing))
-            + "</p>"
-        )
+    shares = N.mean_type_shares(study.analyses)
+    dominate = None
+    if study.analyses and shares is None:
+        dominate = ": undefined (every model's contributions are beyond float64)."
+    elif shares is not None:
+        dominate = f" (mean share of the summed contributions): {shares_text(shares)}."
     skipped = getattr(study, "skipped", [])
-    if skipped:
-        lines.append(
-            f'<p class="note">Skipped ({len(skipped)}), could not be analyzed '
-            "(skipped.csv): "
-            + escape(scrub_paths("; ".join(f"{display_name(m)}: {r}" for m, r in skipped)))
-            + "</p>"
-        )
-    lines.append("</div>")
-    return "".join(lines)
+    return {
+        "verdicts": verdicts,
+        "notes": notes,
+        "no_growth": study.growth.empty,
+        "caveat": PROXY_CAVEAT,
+        "n_models": len(m),
+        "ranges": ranges,
+        "choice": choice,
+        "dominate": dominate,
+        "missing": list(study.missing),
+        "skipped": [scrub_paths(f"{display_name(name)}: {r}") for name, r in skipped],
+    }
+
+
+def study_answer_html(study: Study) -> str:
+    """The opening alone (templates/_scale_answer.html with :func:`answer_context`)."""
+    return render("_scale_answer.html", a=answer_context(study))
 
 
 def models_display(study: Study) -> pd.DataFrame:
@@ -283,7 +238,8 @@ def growth_display(growth: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]) -> Path:
-    """Write report.html for a study into ``out_dir`` (figures already written)."""
+    """Write report.html for a study into ``out_dir`` (figures already written;
+    templates/scale.html)."""
     growth = growth_display(study.growth)
     if "fixed_value" in growth.columns and "fit" in growth.columns:
         fixed = [
@@ -291,29 +247,22 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
             for f, v in zip(growth["fit"], growth["fixed_value"], strict=True)
         ]
         growth["fixed_value"] = fixed
-    sections = [
-        study_answer_html(study) + files_html(out_dir, STUDY_FILES),
-        "<h2>Figures</h2>" + "".join(figure_html(f) for f in figs),
-        f"<h2>Models ({file_link(out_dir, 'models.csv')})</h2>"
-        + table(models_display(study), page_size=50, labels=SHARE_LABELS),
-        f"<h2>Growth fits ({file_link(out_dir, 'growth.csv')})</h2>"
-        '<p class="note">exponent: slope of log10 of the measure (B for the bounds) on log10 of '
-        "the axis; log10 per unit: slope of log10 of the measure on the axis value. per_fixed: "
-        "one fit per value of the other axis; "
-        "pooled: common slope, one intercept per value of the other axis. Standard errors: OLS "
-        "(undefined when there are no residual degrees of freedom: resid df 0, e.g. a line "
-        "through two points). Two slopes are called different only when they differ by more "
-        "than max(2, t_0.975(df)) combined standard errors; never without residual degrees of "
-        "freedom. Slopes and SEs: 3 significant digits. caveat: a fit with fewer than 2 "
-        "residual degrees of freedom (too few points to check its line; at df 1 its SE rests "
-        "on one residual, at df 0 there is none).</p>"
-        + table(
+    html_text = page(
+        study.title,
+        docs=("scale", "measures"),
+        template="scale.html",
+        a=answer_context(study),
+        files=files_html(out_dir, STUDY_FILES),
+        figures=[figure_html(f) for f in figs],
+        link={n.split(".")[0]: file_link(out_dir, n) for n in ("models.csv", "growth.csv")},
+        models=table(models_display(study), page_size=50, labels=SHARE_LABELS),
+        growth=table(
             growth,
             page_size=50,
             formats=dict.fromkeys(SLOPE_COLUMNS, sig3),
             labels={"caveat": "caveat", "resid_df": "resid df"},
         ),
-    ]
+    )
     path = Path(out_dir) / "report.html"
-    path.write_text(page(study.title, sections, docs=("scale", "measures")), encoding="utf-8")
+    path.write_text(html_text, encoding="utf-8")
     return path

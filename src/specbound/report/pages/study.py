@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..html import escape, file_link, page, sig3, table
+from ..html import file_link, page, sig3, table
 
 if TYPE_CHECKING:
     from ...studies.multizoo import Study
@@ -15,29 +15,23 @@ FILES = ("primary.csv", "exploratory.csv", "study.json")
 
 
 def report_html(result: Study, out_dir: str | Path | None = None) -> str:
-    """The study page: what was pooled, the primary table (Holm over the whole study), the
-    replicate groups, then the exploratory rows, labelled as such."""
+    """The study page (templates/study.html): what was pooled, the primary table (Holm over
+    the whole study), the replicate groups, then the exploratory rows, labelled as such."""
     import pandas as pd
 
     prim = result.primary
     counts = result.summary()["verdicts"]
-    words = ", ".join(f"{v} {escape(k)}" for k, v in sorted(counts.items())) or "none"
     tasks = sorted({str(t) for t in prim["task"].dropna()}) if len(prim) else []
-    sections = [
-        "<p>"
-        + escape(
-            f"Protocol v3 over {len(result.folders)} correlate folders"
-            + (f" ({', '.join(tasks)})" if tasks else "")
-            + f": {len(prim)} primary rows (P1 spectrum_adaptive - norm_based, P2 "
-            "spectrum_adaptive - num_parameters, P3 norm_based - num_parameters), Holm over all "
-            "of them. A row is better or worse only when its p_holm is below 0.05, its 95% "
-            "interval excludes 0 and p_holm is not within 2 Monte Carlo errors of 0.05."
-        )
-        + f" Verdicts: {words}.</p>",
-        '<p class="note">Files: '
-        + ", ".join(file_link(out_dir, f) for f in FILES)
-        + ". Every primary row's folder holds its own report.html.</p>",
-    ]
+    lead = (
+        f"Protocol v3 over {len(result.folders)} correlate folders"
+        + (f" ({', '.join(tasks)})" if tasks else "")
+        + f": {len(prim)} primary rows (P1 spectrum_adaptive - norm_based, P2 "
+        "spectrum_adaptive - num_parameters, P3 norm_based - num_parameters), Holm over all "
+        "of them. A row is better or worse only when its p_holm is below 0.05, its 95% "
+        "interval excludes 0 and p_holm is not within 2 Monte Carlo errors of 0.05."
+    )
+    primary = None
+    folder_pages: list[tuple[str, str | None]] = []
     if len(prim):
         show = pd.DataFrame(
             {
@@ -58,46 +52,42 @@ def report_html(result: Study, out_dir: str | Path | None = None) -> str:
             }
         )
         formats: dict[str, Any] = {c: sig3 for c in ("delta", "p", "p_holm")}
-        sections.append(
-            "<h2>Primary contrasts (the study's verdicts)</h2>"
-            '<p class="note">interval: the 95% paired bootstrap interval of delta; p_holm: Holm '
-            "over every row of this table; the other columns are in primary.csv.</p>"
-            + table(show, formats=formats, page_size=60)
-        )
-        links = []
+        primary = table(show, formats=formats, page_size=60)
         for f in dict.fromkeys(prim["folder"]):
             page_of = Path(str(f)) / "report.html"
             name = Path(str(f)).name
             if out_dir is not None and (Path(out_dir).parent / name / "report.html").is_file():
-                links.append(f'<a href="../{escape(name)}/report.html">{escape(name)}</a>')
+                folder_pages.append((name, f"../{name}/report.html"))
             else:
-                links.append(escape(name) if not page_of.is_file() else escape(str(page_of)))
-        sections.append('<p class="note">Each folder\'s own page: ' + ", ".join(links) + ".</p>")
+                folder_pages.append((name if not page_of.is_file() else str(page_of), None))
+    groups = []
     for g in result.groups:
         rep = g.get("replicated", {})
         line = ", ".join(f"{c}: {v}" for c, v in sorted(rep.items())) or "no primary rows"
         seeds = "; ".join(f"{Path(k).name}: {', '.join(v)}" for k, v in g["seeds"].items())
-        sections.append(
-            f"<h2>Replicate group {escape(g['group'])}</h2><p>"
-            + escape(
-                f"replicated ({line}); a contrast is replicated only when each replicate alone "
-                f"is better (or each worse). Seeds: {seeds}."
-                + (f" Pooled folder: {Path(g['pooled']).name}." if g.get("pooled") else "")
-            )
-            + "</p>"
+        text = (
+            f"replicated ({line}); a contrast is replicated only when each replicate alone "
+            f"is better (or each worse). Seeds: {seeds}."
+            + (f" Pooled folder: {Path(g['pooled']).name}." if g.get("pooled") else "")
         )
+        groups.append({"name": g["group"], "text": text})
     ex = result.exploratory
+    exploratory = None
     if isinstance(ex, pd.DataFrame) and len(ex):
-        sections.append(
-            "<h2>Exploratory rows (not verdicts of the study)</h2>"
-            '<p class="note">Every other difference of every folder, with its folder\'s q_bh '
-            "(Benjamini-Hochberg over that folder's exploratory rows): leads to follow up on a "
-            "new zoo, never a finding of this study.</p>"
-            + table(ex, first=["measure"], page_size=50)
-        )
-    if result.notes:
-        sections.append('<p class="note">' + "<br>".join(escape(n) for n in result.notes) + "</p>")
-    return page("Multi-zoo study (protocol v3): primary contrasts", sections, docs=("correlate",))
+        exploratory = table(ex, first=["measure"], page_size=50)
+    return page(
+        "Multi-zoo study (protocol v3): primary contrasts",
+        docs=("correlate",),
+        template="study.html",
+        lead=lead,
+        verdicts=[(k, v) for k, v in sorted(counts.items())],
+        files=[file_link(out_dir, f) for f in FILES],
+        primary=primary,
+        folder_pages=folder_pages,
+        groups=groups,
+        exploratory=exploratory,
+        notes=list(result.notes),
+    )
 
 
 def write_report(result: Study, out_dir: str | Path) -> Path:

@@ -18,22 +18,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...studies.gap import resolve_gap
-from ...studies.trajectory import (
+from ...studies.trajectory import (  # noqa: F401 (Phase, Plateau, plateau re-exported)
     FLAT_TOL,
+    MIN_DELAY,
+    MIN_RISE,
     NET_TOL,
+    PLATEAU,
+    Phase,
+    Plateau,
     Trajectory,
+    analysis_share,
+    grokking_phase,
     measure_columns,
+    plateau,
     read_trajectory,
     track_gap,
 )
-from ..html import escape, figure_html, file_link, page, sig3, table
+from ..html import figure_html, file_link, page, sig3, table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,11 +48,6 @@ if TYPE_CHECKING:
 #: A measure "moved at" a step when its half-change step lies within this share of the
 #: tracked step range of it.
 NEAR = 0.05
-#: Grokking: train accuracy within this of its maximum ...
-PLATEAU = 0.02
-#: ... at least this share of the step range before test accuracy's half-change step, and
-#: test accuracy rising by at least this much overall.
-MIN_DELAY, MIN_RISE = 0.1, 0.2
 #: Training instability: an evaluation after the plateau step whose train accuracy lies more
 #: than this below its maximum is a dip.
 DIP = 0.1
@@ -61,65 +63,6 @@ def load_track(path: str | Path) -> pd.DataFrame:
     from ...track import read_track
 
     return read_track(path)
-
-
-@dataclass(frozen=True)
-class Phase:
-    """A detected grokking phase: train accuracy at its plateau from ``start``; test
-    accuracy's half-change step ``end``."""
-
-    train: str
-    test: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
-class Plateau:
-    """Train accuracy ``train`` first within PLATEAU of its maximum ``top`` at step ``start``."""
-
-    train: str
-    start: float
-    top: float
-
-
-def plateau(df: pd.DataFrame) -> Plateau | None:
-    """The step at which train accuracy first came within PLATEAU of its maximum (None without
-    an accuracy pair or with fewer than 3 finite train accuracies)."""
-    g = resolve_gap(df.columns, "accuracy", strict=False)
-    if g is None:
-        return None
-    steps = df["step"].to_numpy(dtype=float)
-    tr = df[g.train].to_numpy(dtype=float)
-    ok = np.isfinite(tr)
-    if ok.sum() < 3:
-        return None
-    top = float(np.max(tr[ok]))
-    t0 = float(steps[ok][np.argmax(tr[ok] >= top - PLATEAU)])
-    return Plateau(g.train, t0, top)
-
-
-def grokking_phase(df: pd.DataFrame) -> Phase | None:
-    """The grokking phase, or None: train accuracy within PLATEAU of its maximum at step t0,
-    test accuracy rising by >= MIN_RISE with its half-change step t1 >= t0 + MIN_DELAY x range."""
-    from ...track import half_change_step
-
-    g = resolve_gap(df.columns, "accuracy", strict=False)
-    pl = plateau(df)
-    if g is None or pl is None:
-        return None
-    steps = df["step"].to_numpy(dtype=float)
-    te = df[g.test].to_numpy(dtype=float)
-    ok_te = np.isfinite(te)
-    if ok_te.sum() < 3:
-        return None
-    span = float(steps.max() - steps.min()) or 1.0
-    t0 = pl.start
-    t1 = half_change_step(steps, te)
-    rise = float(te[ok_te][-1] - te[ok_te][0])
-    if t1 is None or rise < MIN_RISE or t1 - t0 < MIN_DELAY * span:
-        return None
-    return Phase(g.train, g.test, t0, float(t1))
 
 
 def instability(df: pd.DataFrame) -> str | None:
@@ -338,39 +281,40 @@ def write_report(
             F.trajectory_figure(df, tmp / "figures", names, ph, None if test is None else test[1]),
         ]
     ms = trajectory.milestones()
-    spent = float(df["analysis_s"].sum())
-    total = float(df["wall_s"].max()) + float(df["analysis_s"].iloc[-1])
-    share_text = f"{100 * spent / total:.2g}%" if total > 0 else "an unknown share"
+    spent, share = analysis_share(df)
+    share_text = "an unknown share" if share is None else f"{100 * share:.2g}%"
     said = answer_sentences(df, ms)
-    answer = (
-        '<div class="answer">'
-        + f'<p class="lead"><b>{escape(said[0])}</b></p>'
-        + "".join(f"<p>{escape(s)}</p>" for s in said[1:])
-        + f"<p>{len(df):,} evaluations from step {int(df['step'].min()):,} to "
+    summary = (
+        f"{len(df):,} evaluations from step {int(df['step'].min()):,} to "
         f"{int(df['step'].max()):,}; analysis took {spent:.3g} s in all, {share_text} of "
         "the wall time up to the last evaluation."
         + (
-            f" Gap: {escape(g.label)}."
+            f" Gap: {g.label}."
             if g is not None
             else " No gap: the loop reported no train/test accuracy or loss pair."
         )
-        + "</p><p>Half-change step: the first step at which a series had covered half of "
+    )
+    half_change = (
+        "Half-change step: the first step at which a series had covered half of "
         "its net change from the first to the last evaluation; undefined when the series "
         f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
-        f"below {FLAT_TOL:g} of its size).</p></div>"
-        + f'<p class="files">Files: {file_link(tmp, TRACK_CSV)}</p>'
+        f"below {FLAT_TOL:g} of its size)."
     )
-    sections = [
-        answer,
-        "<h2>Trajectory</h2>" + "".join(figure_html(f) for f in figs if f is not None),
-        "<h2>When each series moved</h2>"
-        '<p class="note">first and last: the first and last finite values (3 significant '
-        "digits).</p>" + table(ms, formats={"first": sig3, "last": sig3}),
-        f"<h2>Rows ({file_link(tmp, TRACK_CSV)}, all {len(df):,})</h2>" + table(df, page_size=50),
-    ]
     path = tmp / "report.html"
     path.write_text(
-        page("specbound trajectory", sections, docs=("trajectory", "measures")),
+        page(
+            "specbound trajectory",
+            docs=("trajectory", "measures"),
+            template="trajectory.html",
+            said=said,
+            summary=summary,
+            half_change=half_change,
+            track_link=file_link(tmp, TRACK_CSV),
+            figures=[figure_html(f) for f in figs if f is not None],
+            milestones=table(ms, formats={"first": sig3, "last": sig3}),
+            n_rows=len(df),
+            rows=table(df, page_size=50),
+        ),
         encoding="utf-8",
     )
     return path

@@ -5,7 +5,11 @@ are undefined and said so, never printed as "nan"."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,3 +93,53 @@ def dominance_note(models: pd.DataFrame) -> str | None:
             f"({sa.size} of {sa.size}): on these models it is the larger (looser) of the two."
         )
     return None
+
+
+def finite_values(column: Any) -> np.ndarray:
+    """The finite values of a column (an empty cell is a value beyond float64: undefined)."""
+    import pandas as pd
+
+    v = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    return v[np.isfinite(v)]
+
+
+def proxy_column(models: pd.DataFrame, proxy: str) -> str | None:
+    """The column of models.csv holding ``proxy`` (its log10 column first), None without."""
+    for c in (f"{proxy}_log10", proxy):
+        if c in models.columns:
+            return c
+    return None
+
+
+def proxy_range(models: pd.DataFrame, proxy: str) -> tuple[float, float, int] | None:
+    """(min, max, models where it is undefined) of the proxy's log10 B over the models; None
+    when models.csv has no such column. min and max are NaN when every model's is undefined."""
+    col = proxy_column(models, proxy)
+    if col is None:
+        return None
+    vals = finite_values(models[col])
+    if not vals.size:
+        return math.nan, math.nan, len(models)
+    return float(vals.min()), float(vals.max()), len(models) - int(vals.size)
+
+
+def share_p0_range(models: pd.DataFrame) -> tuple[float, float, float] | None:
+    """(min, max, mean) over the models of share p*=0 (the spectrum-adaptive proxy's matrices
+    that chose p* = 0); None when no model has it."""
+    col = next((c for c in ("spectrum_adaptive_share_p0", "share_p0") if c in models.columns), None)
+    s = finite_values(models[col]) if col is not None else np.array([])
+    if not s.size:
+        return None
+    return float(s.min()), float(s.max()), float(s.mean())
+
+
+def mean_type_shares(analyses: Sequence[Any]) -> dict[str, float] | None:
+    """Per matrix type, the mean over the models of its share of the summed contributions
+    (``tables.type_shares``), over the models where those shares are defined; None when
+    none is (every model's contributions beyond float64, or no model)."""
+    from ...tables import type_shares
+
+    shares = [s for s in (type_shares(a) for a in analyses) if s is not None]
+    if not shares:
+        return None
+    return {k: sum(s[k] for s in shares) / len(shares) for k in shares[0]}
