@@ -12,7 +12,18 @@ if TYPE_CHECKING:
     from .base import Adapter
 
 #: Adapter modules, imported on first use. A new architecture is one module added here.
-MODULES = ("bert", "distilbert", "albert", "gpt2", "gpt_neox", "opt", "llama", "vit", "t5")
+MODULES = (
+    "bert",
+    "distilbert",
+    "albert",
+    "gpt2",
+    "gpt_neox",
+    "opt",
+    "llama",
+    "vit",
+    "t5",
+    "mpnet",
+)
 
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False
