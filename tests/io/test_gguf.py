@@ -300,3 +300,36 @@ def test_smollm2_q4_1_agrees_with_transformers_loader(tmp_path):
         np.testing.assert_array_equal(np.sort(a.wq, axis=0), np.sort(b.wq, axis=0))
         for x in ("wv", "wo", "w_in", "w_out"):
             np.testing.assert_array_equal(getattr(a, x), getattr(b, x))
+
+
+def test_gpt2_fused_qkv_matches_dense_reference(tmp_path):
+    """GPT-2 as llama.cpp writes it: attn_qkv rows [q | k | v] and every weight (out, in)."""
+    rng = np.random.default_rng(7)
+    blocks = []
+    w = gguf.GGUFWriter(str(tmp_path / "g.gguf"), "gpt2")
+    w.add_block_count(L)
+    w.add_embedding_length(N)
+    w.add_head_count(H)
+    w.add_feed_forward_length(F)
+    for l in range(L):
+        qkv, wo = rng.standard_normal((3 * N, N)), rng.standard_normal((N, N))
+        up, down = rng.standard_normal((F, N)), rng.standard_normal((N, F))
+        for stem, a in [("attn_qkv", qkv), ("attn_output", wo), ("ffn_up", up), ("ffn_down", down)]:
+            w.add_tensor(f"blk.{l}.{stem}.weight", a.astype(np.float32))
+        f = [x.astype(np.float32).astype(np.float64) for x in (qkv, wo, up, down)]
+        blocks.append(
+            {"wq": f[0][:N], "wk": f[0][N : 2 * N], "wv": f[0][2 * N :], "wo": f[1]}
+            | {"w_in": f[2], "w_out": f[3]}
+        )
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    res = specbound.analyze(str(tmp_path / "g.gguf"), cache=False)
+    assert res.spec.architecture == "gpt2" and res.l_phi == 1.13
+    ref = reference_blocks(blocks, N, H, l_phi=1.13)
+    for c in COLUMNS:
+        np.testing.assert_allclose(
+            res.matrices[c], [r[c] for r in ref["rows"]], rtol=1e-9, err_msg=c
+        )
+    assert res.bounds.spectrum_adaptive.value == pytest.approx(ref["spectrum_adaptive"], 1e-9)

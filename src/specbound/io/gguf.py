@@ -94,13 +94,19 @@ class GGUFFile:
         if magic != b"GGUF":
             raise self._corrupt(f"wrong magic {magic!r}, expected b'GGUF'")
         try:
-            self._reader = gguf.GGUFReader(self.path, "r")
+            reader = gguf.GGUFReader(self.path, "r")
         except Exception as exc:  # the reader raises whatever numpy/struct raise on bad bytes
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise self._corrupt(first) from None
+        # keep the scalar metadata only: the reader's parsed fields (a tokenizer's vocabulary,
+        # tens of thousands of small arrays) are dropped once the file is open
+        scalar = gguf.GGUFValueType.ARRAY
+        self._meta = {
+            k: f.contents() for k, f in reader.fields.items() if f.types and f.types[0] != scalar
+        }
         size = self.path.stat().st_size
         self._tensors = {}
-        for t in self._reader.tensors:
+        for t in reader.tensors:
             end = int(t.data_offset) + int(t.n_bytes)
             if end > size or t.data.nbytes != int(t.n_bytes):
                 raise self._corrupt(
@@ -114,9 +120,8 @@ class GGUFFile:
         )
 
     def field(self, key: str) -> Any:
-        """The metadata value ``key`` (None when absent)."""
-        f = self._reader.fields.get(key)
-        return None if f is None else f.contents()
+        """The scalar metadata value ``key`` (None when absent or an array)."""
+        return self._meta.get(key)
 
     def names(self) -> list[str]:
         return list(self._tensors)
