@@ -35,25 +35,51 @@ def _stats(a: np.ndarray) -> dict:
 
 
 def reference(directory: str | Path, l_phi: float = 1.13) -> dict:
+    """The reference for a BERT-layout safetensors directory."""
     directory = Path(directory)
     cfg = json.loads((directory / "config.json").read_text())
     raw = load_file(str(directory / "model.safetensors"))
     sd = {k: v.astype(np.float64) for k, v in raw.items()}
-    L, N, H = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
-    d = N // H
-    rows = []  # (layer, head, type, stats)
-    for l in range(L):
+    blocks = []
+    for l in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{l}."
-        wq, wk, wv = (sd[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value"))
-        wo = sd[p + "attention.output.dense.weight"]
+        blocks.append(
+            {
+                "wq": sd[p + "attention.self.query.weight"],
+                "wk": sd[p + "attention.self.key.weight"],
+                "wv": sd[p + "attention.self.value.weight"],
+                "wo": sd[p + "attention.output.dense.weight"],
+                "w_in": sd[p + "intermediate.dense.weight"],
+                "w_out": sd[p + "output.dense.weight"],
+            }
+        )
+    return reference_blocks(blocks, cfg["hidden_size"], cfg["num_attention_heads"], l_phi=l_phi)
+
+
+def reference_blocks(
+    blocks: list[dict], N: int, H: int, l_phi: float = 1.13, kv: int | None = None
+) -> dict:
+    """The reference from per-block float64 weights in the nn.Linear (out, in) layout: ``wq``
+    (H d, N), ``wk``/``wv`` (kv d, N), ``wo`` (N, H d), ``w_in`` (F or 2F stacked, N), ``w_out``
+    (N, F). Query head h reads key/value head h // (H / kv) (grouped-query attention)."""
+    L = len(blocks)
+    kv = kv or H
+    d = blocks[0]["wq"].shape[0] // H
+    rows = []  # (layer, head, type, stats)
+    for l, b in enumerate(blocks):
+        wq, wk, wv, wo = b["wq"], b["wk"], b["wv"], b["wo"]
         for h in range(H):
             hs = slice(h * d, (h + 1) * d)
-            rows.append((l, h, "QK", _stats(wq[hs, :].T @ wk[hs, :])))
+            g = h // (H // kv)
+            ks = slice(g * d, (g + 1) * d)
+            rows.append((l, h, "QK", _stats(wq[hs, :].T @ wk[ks, :])))
         for h in range(H):
             hs = slice(h * d, (h + 1) * d)
-            rows.append((l, h, "OV", _stats(wv[hs, :].T @ wo[:, hs].T)))
-        rows.append((l, -1, "M_in", _stats(sd[p + "intermediate.dense.weight"].T)))
-        rows.append((l, -1, "M_out", _stats(sd[p + "output.dense.weight"].T)))
+            g = h // (H // kv)
+            ks = slice(g * d, (g + 1) * d)
+            rows.append((l, h, "OV", _stats(wv[ks, :].T @ wo[:, hs].T)))
+        rows.append((l, -1, "M_in", _stats(b["w_in"].T)))
+        rows.append((l, -1, "M_out", _stats(b["w_out"].T)))
 
     def c2(l, t, h=-1):
         return next(r[3]["spectral_norm"] for r in rows if r[0] == l and r[2] == t and r[1] == h)

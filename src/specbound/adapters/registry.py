@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, Param
+from ..errors import ConfigError, Param, SpecboundError
 
 if TYPE_CHECKING:
     from ..io.checkpoint import Checkpoint
     from .base import Adapter
 
 #: Adapter modules, imported on first use. A new architecture is one module added here.
-MODULES = ("bert", "distilbert", "albert", "gpt2", "gpt_neox", "opt", "llama", "vit", "t5")
+MODULES = (
+    "bert",
+    "distilbert",
+    "albert",
+    "gpt2",
+    "gpt_neox",
+    "opt",
+    "llama",
+    "vit",
+    "t5",
+    "mpnet",
+)
 
 _REGISTRY: dict[str, type[Adapter]] = {}
 _loaded = False
@@ -50,12 +62,10 @@ def get_adapter(checkpoint: Checkpoint, prefix: str | None = None) -> Adapter:
             f"'model_type' in config.json of {checkpoint.name} must be a string, got {mt!r}"
         )
     if mt is None:
-        raise ConfigError(
-            f"config.json of {checkpoint.name} has no 'model_type'; add it (one of: "
-            f"{', '.join(supported_model_types())}) or describe the model with a mapping file (",
-            Param("mapping"),
-            ")",
-        )
+        mt, note = resolve_model_type(checkpoint)
+        checkpoint.config = {**checkpoint.config, "model_type": mt}
+        if note not in checkpoint.notes:
+            checkpoint.notes.append(note)
     cls = _REGISTRY.get(str(mt))
     if cls is None:
         raise ConfigError(
@@ -68,6 +78,72 @@ def get_adapter(checkpoint: Checkpoint, prefix: str | None = None) -> Adapter:
     adapter = cls(checkpoint, prefix=prefix)
     adapter.check_blocks()  # before any spectral work: a wrong or huge layer count fails here
     return adapter
+
+
+#: Class-name endings of transformers' model classes (``BertForMaskedLM``, ``GPT2LMHeadModel``).
+_CLASS_TAIL = re.compile(r"(For[A-Z]\w*|LMHeadModel|PreTrainedModel|EncoderModel|Model)$")
+
+
+def _type_of_class(name: str) -> str | None:
+    """The registered model_type a transformers class name belongs to (``XLMRobertaModel`` ->
+    ``xlm-roberta``): its stem before the class-kind ending, compared case-insensitively with
+    every registered type with ``-``/``_`` dropped; None when no type matches."""
+    _load()
+    stem = _CLASS_TAIL.sub("", name).lower()
+    found = [t for t in _REGISTRY if t.replace("-", "").replace("_", "") == stem]
+    return found[0] if found else None
+
+
+def _layout_matches(cls: type[Adapter], checkpoint: Checkpoint) -> bool:
+    """Every tensor of block 0 that ``cls`` would read is in the checkpoint."""
+    try:
+        probe = cls(checkpoint)
+        names = [t for ts in probe.layer_roles(0).roles.values() for t in ts]
+    except SpecboundError:
+        return False
+    stored = set(checkpoint.source.names())
+    return bool(names) and all(t in stored for t in names)
+
+
+def resolve_model_type(checkpoint: Checkpoint) -> tuple[str, str]:
+    """(model_type, note) for a config without ``model_type``.
+
+    Rule 1: ``architectures`` (``["BertForMaskedLM"]`` -> bert) when its class names agree on one
+    registered type. Rule 2: the tensor names, when the block-0 tensors of exactly one adapter's
+    layout are all stored (the first of its model types is named: those it shares a layout with
+    give the same proxies). Otherwise a one-line ConfigError saying how to name it.
+    """
+    _load()
+    name = checkpoint.name
+    archs = checkpoint.config.get("architectures")
+    if isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs):
+        types = {_type_of_class(a) for a in archs}
+        if len(types) == 1 and None not in types:
+            mt = str(types.pop())
+            return mt, (
+                f"config.json has no model_type: '{mt}' taken from architectures {', '.join(archs)}"
+            )
+    candidates = {cls for cls in _REGISTRY.values() if _layout_matches(cls, checkpoint)}
+    if len(candidates) == 1:
+        cls = candidates.pop()
+        mt = cls.model_types[0]
+        same = (
+            f" (same layout as {', '.join(cls.model_types[1:])})"
+            if len(cls.model_types) > 1
+            else ""
+        )
+        return mt, f"config.json has no model_type: '{mt}' inferred from the tensor names{same}"
+    if candidates:
+        why = "the tensor names fit " + " and ".join(sorted(c.model_types[0] for c in candidates))
+    elif isinstance(archs, list) and archs:
+        why = f"architectures {archs!r} names no supported type"
+    else:
+        why = "neither architectures nor the tensor names identify it"
+    raise ConfigError(
+        f'config.json of {name} has no \'model_type\' and {why}; add "model_type": "bert" '
+        f"(or another of: {', '.join(supported_model_types())}) to config.json or pass ",
+        Param("mapping"),
+    )
 
 
 def adapter_for(checkpoint: Checkpoint, mapping: Any = None, prefix: str | None = None) -> Adapter:

@@ -4,8 +4,9 @@ Safetensors files (fp64/fp32/fp16/bf16, single or sharded) are memory-mapped and
 at a time without torch. ``pytorch_model.bin`` goes through ``torch.load(weights_only=True)``;
 anything that needs arbitrary unpickling is refused. Every tensor handed out is float64 and
 checked to be finite. The readers live beside this module: ``safetensors.py``,
-``torch_files.py``, ``sources.py`` (state dicts, shards), ``hub.py`` (hub ids), ``files.py``
-(file and JSON guards); this module resolves what the user passed to one of them.
+``torch_files.py``, ``gguf.py`` (llama.cpp files), ``sources.py`` (state dicts, shards),
+``hub.py`` (hub ids), ``files.py`` (file and JSON guards); this module resolves what the user
+passed to one of them.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [  # the names of the former specbound.io.checkpoint, wherever they li
     "check_regular_file",
     "load_checkpoint",
     "load_directory",
+    "load_gguf",
     "looks_like_hub_id",
     "open_weights",
     "parse_json",
@@ -144,16 +146,34 @@ def open_weights(directory: Path) -> TensorSource:
     raise CheckpointError(f"{directory} has no weights: expected one of {', '.join(WEIGHT_FILES)}")
 
 
+def load_gguf(path: Path, name: str | None = None) -> Checkpoint:
+    """A llama.cpp .gguf file: config from its metadata, tensors under Hugging Face names
+    (:mod:`specbound.io.gguf`)."""
+    from .gguf import gguf_checkpoint_parts
+
+    config, source, notes = gguf_checkpoint_parts(path)
+    return Checkpoint(name or str(path), config, source, path=path, notes=notes)
+
+
 def load_directory(directory: str | os.PathLike[str], name: str | None = None) -> Checkpoint:
-    """A local directory with config.json and weights."""
+    """A local directory with config.json and weights, a ``.gguf`` file, or a directory without
+    config.json holding exactly one ``.gguf`` file."""
     directory = Path(directory)
     if not directory.exists():
         raise CheckpointError(f"{directory} does not exist; pass a checkpoint directory or hub id")
+    if directory.is_file() and directory.suffix.lower() == ".gguf":
+        return load_gguf(directory, name)
     if not directory.is_dir():
         raise CheckpointError(
             f"{directory} is a file, not a directory; pass the directory that holds config.json "
-            "and the weights"
+            "and the weights, or a .gguf file"
         )
+    if not (directory / "config.json").exists():
+        from .gguf import find_gguf
+
+        found = find_gguf(directory)
+        if found is not None:
+            return load_gguf(found, name or str(directory))
     config = _read_config(directory)
     return Checkpoint(name or str(directory), config, open_weights(directory), path=directory)
 
