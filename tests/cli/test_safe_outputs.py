@@ -216,12 +216,16 @@ def test_empty_existing_dir_and_symlink_to_earlier_output(tmp_path, tiny):
 
 @pytest.mark.parametrize("mask", [0o022, 0o027])
 def test_new_output_dir_follows_umask(tmp_path, tiny, mask):
+    from specbound.io import files
+
     old = os.umask(mask)
+    files.umask.cache_clear()  # specbound reads the umask once per process
     try:
         tiny.to_dir(tmp_path / "o")
         (tmp_path / "o2").mkdir()  # what the OS does for a plain new folder
     finally:
         os.umask(old)
+        files.umask.cache_clear()
     mode = (tmp_path / "o").stat().st_mode & 0o777
     assert mode == 0o777 & ~mask == (tmp_path / "o2").stat().st_mode & 0o777
 
@@ -236,22 +240,26 @@ def _dead_pid() -> int:
 
 
 def test_stale_temp_dirs_swept_live_and_foreign_kept(tmp_path, tiny):
-    import socket
+    from specbound.io.files import host_tag
+    from specbound.io.outdir import TempDir
 
-    host = socket.gethostname()
-    stale = tmp_path / ".specbound-deadbeef.tmp"
+    dead = _dead_pid()
+    stale = tmp_path / f".specbound-{dead}-{host_tag()}-0123456789ab.tmp"
     stale.mkdir()
-    (stale / TMP_MARKER).write_text(json.dumps({"pid": _dead_pid(), "host": host}))
+    (stale / TMP_MARKER).write_text(json.dumps({"pid": dead, "host": "h"}))  # lock free
     (stale / "matrices.csv").write_text("half")
-    live = tmp_path / ".specbound-livelive.tmp"
-    live.mkdir()
-    (live / TMP_MARKER).write_text(json.dumps({"pid": os.getpid(), "host": host}))
+    live = TempDir(tmp_path / "sibling")  # a live writer: holds its marker's lock
     foreign = tmp_path / ".specbound-userdata.tmp"
     foreign.mkdir()
-    (foreign / "x").write_text("not ours: no marker, no manifest")
-    tiny.to_dir(tmp_path / "o")
-    assert not stale.exists()
-    assert live.exists() and foreign.exists()
+    (foreign / "x").write_text("not ours: no owner-marked name")
+    elsewhere = tmp_path / f".specbound-{dead}-00000000-0123456789ab.tmp"  # another host's
+    elsewhere.mkdir()
+    try:
+        tiny.to_dir(tmp_path / "o")
+        assert not stale.exists()
+        assert live.path.exists() and foreign.exists() and elsewhere.exists()
+    finally:
+        live.discard()
 
 
 #: Runs the CLI with ``outdir._on_temp_ready`` replaced: once the temp dir exists it writes its
@@ -330,12 +338,10 @@ def test_disk_full_and_read_only_name_the_path(tmp_path, tiny, monkeypatch):
     assert not out.exists() and not our_temps(tmp_path)
     monkeypatch.undo()
 
-    import tempfile
-
     def rofs(*a, **k):
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr(tempfile, "mkdtemp", rofs)
+    monkeypatch.setattr(os, "mkdir", rofs)
     with pytest.raises(SpecboundError, match="read-only"):
         tiny.to_dir(out)
 
