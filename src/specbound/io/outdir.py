@@ -28,7 +28,9 @@ Rules of ``output_dir(path)``:
 - The swap is atomic where the OS allows (Linux ``renameat2(RENAME_EXCHANGE)``), else two
   renames. Writers racing into one folder: the last to commit wins, each leaves a whole folder;
   a reader sees the earlier or the later folder, never a mix of one file.
-  The final directory's mode follows the umask read once (``files.dir_mode()``).
+  Every folder and file in the output gets its mode from the umask read once
+  (``files.dir_mode()``/``files.file_mode()``: 0755/0644 under umask 022), whatever mode the
+  library that wrote a file chose (safetensors writes 0600).
 - Temp dirs are named ``.specbound-<pid>-<host>-<random>.tmp`` (``files.temp_name``: unique per
   writer, naming its owner) and hold a ``.specbound-tmp`` marker on which the writer holds an
   ``flock`` until its temp is renamed or removed. A sweep (the next write in the same parent)
@@ -65,6 +67,7 @@ from .files import (
     check_output_file,
     dir_mode,
     dumps_json,
+    file_mode,
     output_file_kind,
     owner_gone,
     refuse_overlap,
@@ -295,9 +298,26 @@ def _check_still_ours(dest: Path) -> None:
                 raise
 
 
+def _set_modes(tmp: Path) -> None:
+    """Give every folder under ``tmp`` (itself included) :func:`~specbound.io.files.dir_mode`
+    and every regular file :func:`~specbound.io.files.file_mode` (symlinks are left alone):
+    what libraries wrote with their own modes (safetensors writes 0600) follows the umask too."""
+    fmode, dmode = file_mode(), dir_mode()
+    for dirpath, dirnames, filenames in os.walk(tmp):
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, fmode)
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, dmode)
+    os.chmod(tmp, dmode)
+
+
 def _commit(tmp: Path, dest: Path, manifest: bool = True) -> None:
-    """Write the manifest into ``tmp`` (when ``manifest``) and put ``tmp`` in the place of
-    ``dest`` (module doc)."""
+    """Write the manifest into ``tmp`` (when ``manifest``), give everything in it the modes of
+    the umask (:func:`_set_modes`) and put ``tmp`` in the place of ``dest`` (module doc)."""
     if manifest:
         files, dirs = _tree(tmp)
         files = [f for f in files if f != TMP_MARKER]
@@ -310,7 +330,7 @@ def _commit(tmp: Path, dest: Path, manifest: bool = True) -> None:
             )
             + "\n"
         )
-    os.chmod(tmp, dir_mode())
+    _set_modes(tmp)
     (tmp / TMP_MARKER).unlink()  # its lock stays held (open fd) until output_dir is done
     for _ in range(_COMMIT_TRIES):
         if not dest.exists():
