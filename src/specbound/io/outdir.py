@@ -134,12 +134,11 @@ def check_output_dir(
     that is not, does not lie inside and does not contain any of ``inputs`` (``replaces``, an
     input re-evaluated in place, may equal ``path``; module doc).
     """
+    refuse_overlap(path, inputs, replaces=replaces)  # first: the most useful reason
     try:
-        dest = _check_output_dir(Path(path))
+        return _check_output_dir(Path(path))
     except OSError as exc:  # e.g. a name longer than the file system allows
         raise _err("use", Path(path), exc) from None
-    refuse_overlap(path, inputs, replaces=replaces)
-    return dest
 
 
 def _check_output_dir(given: Path) -> Path:
