@@ -151,9 +151,9 @@ def _check_output_dir(given: Path) -> Path:
             )
         dest = dest.resolve()
     if dest.exists() and not dest.is_dir():
-        kind = output_file_kind(dest) or "a file"
+        what = output_file_kind(dest) or "a file"
         raise SpecboundError(
-            Param("out", str(given)), f" exists and is {kind}, not a directory; choose another path"
+            Param("out", str(given)), f" exists and is {what}, not a directory; choose another path"
         )
     for parent in dest.parents:
         if parent.exists() or parent.is_symlink():
