@@ -191,6 +191,7 @@ def test_only_dead_owners_temps_are_swept(tmp_path):
     elsewhere = "0" * 8 if host != "0" * 8 else "1" * 8
     other_host = tmp_path / f".specbound-{dead}-{elsewhere}-0123456789af.tmp"
     other_host.mkdir()
+    (other_host / TMP_MARKER).write_text(json.dumps({"pid": dead, "host": "x"}))  # lock free
     user = tmp_path / f".specbound-{dead}-{host}-0123456789ab.tmp.bak"
     user.mkdir()
     try:

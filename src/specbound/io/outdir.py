@@ -34,10 +34,10 @@ Rules of ``output_dir(path)``:
 - Temp dirs are named ``.specbound-<pid>-<host>-<random>.tmp`` (``files.temp_name``: unique per
   writer, naming its owner) and hold a ``.specbound-tmp`` marker on which the writer holds an
   ``flock`` until its temp is renamed or removed. A sweep (the next write in the same parent)
-  removes a temp only when its name matches that pattern exactly and its owner is provably
-  gone: the marker's lock is free (the kernel drops it with its process), or, without a marker,
-  the named pid no longer exists on this host. A live sibling's temp and any name a user chose
-  (``.specbound-myrun01.tmp``) are never touched.
+  removes a temp only when its name matches that pattern exactly, with this host's tag, and
+  its owner is provably gone: the marker's lock is free (the kernel drops it with its process),
+  or, without a marker, the named pid no longer exists. A live sibling's temp, another host's
+  and any name a user chose (``.specbound-myrun01.tmp``) are never touched.
 - OSErrors while writing (disk full, read-only file system, permissions, a parent that is a file,
   a name too long) become one-line ``SpecboundError``s naming the path.
 
@@ -68,6 +68,7 @@ from .files import (
     dir_mode,
     dumps_json,
     file_mode,
+    host_tag,
     output_file_kind,
     owner_gone,
     refuse_overlap,
@@ -226,8 +227,10 @@ def _marker_lock_free(marker: Path) -> bool | None:
 def _is_stale(d: Path) -> bool:
     """A temp of ours (an owner-marked name, :data:`~specbound.io.files.TEMP_RE`) whose writer
     is provably gone: its marker's lock is free, or without a marker its pid is gone (module
-    doc). Anything else, a name a user chose included, is False."""
-    if not TEMP_RE.match(d.name) or d.is_symlink():
+    doc). Anything else, a name a user chose included, is False; so is another host's temp (on
+    a shared file system its writer's lock may not be visible here)."""
+    m = TEMP_RE.match(d.name)
+    if m is None or m["host"] != host_tag() or d.is_symlink():
         return False
     if d.is_dir():
         free = _marker_lock_free(d / TMP_MARKER)
