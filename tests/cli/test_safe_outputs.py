@@ -708,14 +708,12 @@ def test_pooling_or_a_study_into_one_of_its_inputs_is_refused(tmp_path, monkeypa
     assert (ra / "correlation.csv").read_bytes() == before[ra]["correlation.csv"]
 
 
-def test_trajectory_out_inside_its_track_is_refused(tmp_path, monkeypatch, capsys):
+def test_trajectory_out_on_its_track_is_refused(tmp_path, monkeypatch, capsys):
     track = tmp_path / "track"
     track.mkdir()
     (track / "track.csv").write_text("step\n")
-    code, _, err = run_main(
-        monkeypatch, capsys, "trajectory", str(track), "--out", str(track / "t")
-    )
-    assert code == 2 and "lies inside the input" in one_error_line(err), err
+    code, _, err = run_main(monkeypatch, capsys, "trajectory", str(track), "--out", str(track))
+    assert code == 2 and "contains the input" in one_error_line(err), err
 
 
 def test_write_errors_through_the_cli_are_one_line(tmp_path, models, monkeypatch, capsys):

@@ -34,7 +34,8 @@ def trajectory_command(
 
     formats = check_figure_formats(figure_formats)
     require_matplotlib()
-    check_output_dir(out, inputs=[track])
+    # the files it reads (a report folder inside the tracker's folder is fine; the folder is not)
+    check_output_dir(out, inputs=[track / "track.csv", track / "track.json"])
     result = read_trajectory(track, gap)
     result.to_dir(out, extra=lambda tmp: write_report(result, tmp, figure_formats=formats))
     if as_json:
