@@ -335,3 +335,23 @@ def test_clear_removes_every_record_kind_and_no_hex_named_user_file(
     assert done["removed"] == 2 and done["bytes"] == size
     assert user.read_text() == '{"my": "notes"}'
     assert not any(data.iterdir())
+
+
+def test_clear_removes_dead_writers_temps_only(tmp_path: Path, cache_dir: Path) -> None:
+    """Issue 44: record temps are owner-marked (``io.files.temp_name``): clear removes those
+    whose writer is gone, never a live writer's (it is about to be renamed into place)."""
+    import subprocess
+    import sys
+
+    from specbound.io.files import host_tag, temp_name
+
+    analyze(write_bert(tmp_path / "m"))
+    spectra = cache_dir / "spectra"
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead = spectra / f".specbound-{p.pid}-{host_tag()}-0123456789ab.tmp"
+    dead.write_bytes(b"half a record")
+    live = spectra / temp_name()
+    live.write_bytes(b"being written")
+    assert cache.clear() == 1
+    assert not dead.exists() and live.read_bytes() == b"being written"

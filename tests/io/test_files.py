@@ -85,3 +85,43 @@ def test_write_json_atomic(tmp_path: Path) -> None:
         interrupted()
     assert p.read_text() == before
     assert sorted(q.name for q in p.parent.iterdir()) == ["x.json"]
+
+
+def test_atomic_file_refuses_fifo_device_and_dir_without_opening(tmp_path: Path) -> None:
+    """Opening a FIFO for writing blocks until a reader comes; replacing /dev/null would
+    replace the device: both are refused before anything is opened or created."""
+    import os
+
+    from specbound.errors import SpecboundError
+
+    fifo = tmp_path / "f.csv"
+    os.mkfifo(fifo)
+    for target, kind in ((fifo, "FIFO"), (Path("/dev/null"), "device"), (tmp_path, "directory")):
+        with pytest.raises(SpecboundError, match=kind), atomic_file(target, "w") as fh:
+            fh.write("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]
+
+
+def test_atomic_file_temp_is_owner_marked_and_mode_follows_umask(tmp_path: Path) -> None:
+    import hashlib
+    import os
+    import socket
+
+    from specbound.io import files
+
+    seen = []
+    old = os.umask(0o027)
+    files.umask.cache_clear()
+    try:
+        with files.atomic_file(tmp_path / "x.txt", "w") as fh:
+            seen = [p.name for p in tmp_path.iterdir()]
+            fh.write("x")
+    finally:
+        os.umask(old)
+        files.umask.cache_clear()
+    (name,) = seen
+    m = files.TEMP_RE.match(name)
+    assert m is not None and int(m["pid"]) == os.getpid()
+    assert m["host"] == hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    assert (tmp_path / "x.txt").stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]

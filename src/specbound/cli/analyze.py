@@ -100,7 +100,8 @@ def analyze(
     if out is not None:
         from ..io import check_output_dir
 
-        check_output_dir(out)  # refuse a foreign --out before the work, not after
+        # refuse a foreign --out, or one overlapping the model, before the work, not after
+        check_output_dir(out, inputs=[model])
     if report:
         from ..report.figures.style import require_matplotlib
 

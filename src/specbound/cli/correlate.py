@@ -148,7 +148,13 @@ def correlate(
 
         data_workers = default_workers(device)
     require_matplotlib()
-    check_output_dir(out)
+    # every input: zoos or correlate folders, --manifest, --grid; a single correlate folder may
+    # be re-evaluated in place (--out equal to it): it is read whole before the write
+    check_output_dir(
+        out,
+        inputs=[*zoos, *([manifest] if manifest is not None else []), *(grid or [])],
+        replaces=folders[0] if len(folders) == 1 else None,
+    )
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:

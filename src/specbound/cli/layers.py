@@ -19,10 +19,14 @@ def _header(columns: list[str]) -> str:
     return ",".join(columns)
 
 
-def _check_out(out: Path, header: str) -> None:
-    """Refuse an --out that is a directory or a file this command did not write."""
+def _check_out(out: Path, header: str, model: str) -> None:
+    """Refuse an --out that is a directory, a FIFO or device (never opened: it would block),
+    inside or around the model, or a file this command did not write."""
+    from ..io.files import check_output_file
+
     if out.is_dir():
         fail(f"--out {out} is a directory; give a file name such as layers.csv")
+    check_output_file(out, inputs=[model])
     if out.suffix.lower() != ".csv":
         fail(f"--out {out}: expected a .csv file name")
     if out.exists():
@@ -114,7 +118,7 @@ def layers_command(
         tempbalance_factors([], lr_min, lr_max)
     columns = ALPHAPRUNING_COLUMNS if method == "alphapruning" else TEMPBALANCE_COLUMNS
     if out is not None:
-        _check_out(out, _header(columns))
+        _check_out(out, _header(columns), model)
     df = layerwise(
         resolve_model(model),
         method,

@@ -56,7 +56,7 @@ def reproduce(
     from ..io import check_output_dir
 
     eng = make_engine(engine, ray_address)
-    check_output_dir(out)
+    check_output_dir(out, inputs=[local_dir] if local_dir is not None else [])
     require_matplotlib()
     present, missing, reasons = locate_miniatures(local_dir)
     if missing:

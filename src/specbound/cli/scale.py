@@ -160,7 +160,7 @@ def scale(
     from ..io import check_output_dir
 
     eng = make_engine(engine, ray_address)
-    check_output_dir(out)
+    check_output_dir(out, inputs=[*names, *([manifest] if manifest is not None else [])])
     study = run_study(
         [resolve_model(m) for m in names],
         names,

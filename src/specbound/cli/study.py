@@ -56,7 +56,10 @@ def study(
     groups = [parse_group(g) for g in replicates or []]
     if not folders and not groups:
         fail("study needs correlate folders (or --replicates groups)")
-    check_output_dir(out)
+    inputs = [*(folders or [])]
+    for _, reps, pooled in groups:
+        inputs += [*reps, *([pooled] if pooled is not None else [])]
+    check_output_dir(out, inputs=inputs)
     result = run_study(folders or [], groups)
     result.to_dir(out, extra=lambda tmp: write_report(result, tmp))
     if as_json:

@@ -27,12 +27,15 @@ def trajectory_command(
     figure_formats: FigureFormats = "svg",
 ) -> None:
     """Measures recorded during training against step, with the generalization gap."""
+    from ..io import check_output_dir
     from ..report.figures.style import require_matplotlib
     from ..report.pages.trajectory import write_report
     from ..studies.trajectory import read_trajectory
 
     formats = check_figure_formats(figure_formats)
     require_matplotlib()
+    # the files it reads (a report folder inside the tracker's folder is fine; the folder is not)
+    check_output_dir(out, inputs=[track / "track.csv", track / "track.json"])
     result = read_trajectory(track, gap)
     result.to_dir(out, extra=lambda tmp: write_report(result, tmp, figure_formats=formats))
     if as_json:

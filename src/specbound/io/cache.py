@@ -33,6 +33,7 @@ import numpy as np
 from .. import config
 from ..errors import CacheError
 from .codec import read_record_or_none, record_paths, write_record
+from .files import owner_gone
 
 #: Bump when the spectra computation changes, so old entries are not reused.
 SPECTRA_VERSION = "3"  # 3: raw-weight spectra (SPEC 9) stored beside the canonical ones
@@ -200,7 +201,12 @@ def clear_records() -> dict[str, int]:
             continue
         try:
             entries = _entries(d)
-            temps = [f for f in d.iterdir() if _TEMP_RE.match(f.name) and f.is_file()]
+            # earlier versions' temps, and ours whose writer is gone (a live writer's is kept)
+            temps = [
+                f
+                for f in d.iterdir()
+                if (_TEMP_RE.match(f.name) or owner_gone(f.name)) and f.is_file()
+            ]
             for key in entries:
                 json_path, npz_path = record_paths(d / key)
                 if not _ours(json_path):

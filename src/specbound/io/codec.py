@@ -12,7 +12,7 @@ A record with stem ``S`` is two files:
   the canonical JSON (sorted keys, no spaces) of every other field. ``meta`` is strict JSON
   (no NaN/Infinity).
 
-Writes are atomic per file (temp file beside the target, fsync, ``os.replace``), the npz first:
+Writes are atomic per file (``files.atomic_file`` with fsync), the npz first:
 a reader sees a complete old or new file, and a pair from two writers fails its checksum.
 :func:`read_record` returns None when ``S.json`` is absent and raises :class:`RecordError`
 (naming the file and the reason) when the record is incomplete, unparsable, of another format
@@ -23,12 +23,10 @@ holds NaN/inf. Callers that can recompute treat a RecordError as absent, with on
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
 import stat
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecboundError
-from .files import MAX_JSON_BYTES, canonical_json, file_mode, parse_json
+from .files import MAX_JSON_BYTES, atomic_file, canonical_json, parse_json
 
 FORMAT = "specbound-record"
 #: Bump when the layout of the record files changes (old records then read as invalid).
@@ -82,22 +80,6 @@ def sha256_file(fh: Any) -> str:
     return h.hexdigest()
 
 
-@contextlib.contextmanager
-def _temp_beside(path: Path) -> Any:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w+b") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _check_array(name: str, a: np.ndarray) -> np.ndarray:
     if not isinstance(name, str) or not name or "/" in name or name.endswith(".npy"):
         raise ValueError(f"record array name {name!r} is not a plain name")
@@ -132,7 +114,7 @@ def write_record(
     }
     canonical_json(body)  # strict JSON before anything is written
     npz_path.parent.mkdir(parents=True, exist_ok=True)
-    with _temp_beside(npz_path) as fh:
+    with atomic_file(npz_path, "w+b", sync=True) as fh:
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
             for name in sorted(checked):
                 info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
@@ -142,7 +124,7 @@ def write_record(
         fh.seek(0)
         body["npz_sha256"] = sha256_file(fh)
     body["body_sha256"] = hashlib.sha256(canonical_json(body)).hexdigest()
-    with _temp_beside(json_path) as fh:
+    with atomic_file(json_path, "w+b", sync=True) as fh:
         fh.write(canonical_json(body) + b"\n")
 
 

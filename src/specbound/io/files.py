@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import json
 import math
 import os
+import re
+import secrets
+import socket
 import stat
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import CheckpointError, SpecboundError
+from ..errors import CheckpointError, Param, SpecboundError
 
 #: Largest config.json / shard index read (real ones are kilobytes to a few megabytes): a
 #: multi-gigabyte "config" is refused before it is read into memory.
@@ -227,36 +231,175 @@ def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 1
     atomic_write_text(path, dumps_json(obj, indent=indent) + "\n")
 
 
-# --- atomic single files ---------------------------------------------------------------------
+# --- owner-marked temps, the umask, atomic single files ----------------------------------------
+
+#: Every temp file or folder specbound writes beside an output is named
+#: ``.specbound-<pid>-<host>-<random>.tmp`` (``host``: 8 hex digits of the SHA-256 of the host
+#: name; ``random``: 12 hex digits): unique per writer, and naming its owner, so that a sweep can
+#: tell a dead writer's leftover from a live sibling's temp and from a name a user chose.
+TEMP_RE = re.compile(r"^\.specbound-(?P<pid>[0-9]{1,10})-(?P<host>[0-9a-f]{8})-[0-9a-f]{12}\.tmp$")
+
+
+@functools.cache
+def host_tag() -> str:
+    """8 hex digits of the SHA-256 of this machine's host name (the ``host`` of a temp name)."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def temp_name() -> str:
+    """A fresh owner-marked temp name (see :data:`TEMP_RE`) for this process."""
+    return f".specbound-{os.getpid()}-{host_tag()}-{secrets.token_hex(6)}.tmp"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (one we may not signal counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def owner_gone(name: str) -> bool:
+    """True only for an owner-marked temp ``name`` (:data:`TEMP_RE`) written on this machine
+    by a process that no longer exists; any other name (one a user chose, another host's temp,
+    a live writer's) is False."""
+    m = TEMP_RE.match(name)
+    if m is None or m["host"] != host_tag():
+        return False
+    pid = int(m["pid"])
+    return pid != os.getpid() and not pid_alive(pid)
+
+
+@functools.cache
+def umask() -> int:
+    """The process umask, read once (from ``/proc/self/status`` where it is listed, else by
+    setting and restoring it) and kept: every file and folder specbound writes gets its mode from
+    it (:func:`file_mode`, :func:`dir_mode`). Tests that change the umask call
+    ``umask.cache_clear()``."""
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open("/proc/self/status", encoding="ascii", errors="replace") as fh,
+    ):
+        for line in fh:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    """The mode of a new file under the umask (``0o666 & ~umask``, 0644 under umask 022), as
+    ``open`` would give: temp files are created 0600 and set to it before their rename."""
+    return 0o666 & ~umask()
+
+
+def dir_mode() -> int:
+    """The mode of a new folder under the umask (``0o777 & ~umask``, 0755 under umask 022)."""
+    return 0o777 & ~umask()
+
+
+def output_file_kind(path: Path) -> str | None:
+    """None when ``path`` is absent or a regular file (possibly through a symlink), else what it
+    is ("a directory", "a FIFO", ...): never opened, so a FIFO cannot block."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None  # the write reports it (name too long, permissions ...)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device or special file"
+
+
+def refuse_overlap(
+    out: str | os.PathLike[str],
+    inputs: Sequence[str | os.PathLike[str]],
+    *,
+    replaces: str | os.PathLike[str] | None = None,
+) -> None:
+    """One-line ``SpecboundError`` when the output ``out`` is, lies inside or contains one of
+    ``inputs`` (symlinks resolved; inputs that are not on disk, e.g. hub ids, are skipped): a
+    write there would replace, or move, what the command reads. ``replaces`` (an input the
+    command re-evaluates in place and reads whole first) may equal ``out``, nothing more."""
+    o = Path(os.path.realpath(out))
+    same_ok = Path(os.path.realpath(replaces)) if replaces is not None else None
+    for given in inputs:
+        if not os.path.lexists(given):
+            continue
+        i = Path(os.path.realpath(given))
+        if i == o:
+            if i == same_ok:
+                continue
+            why = "is the input"
+        elif i in o.parents:
+            why = "lies inside the input"
+        elif o in i.parents:
+            why = "contains the input"
+        else:
+            continue
+        raise SpecboundError(
+            Param("out", str(out)),
+            f" {why} {given}: writing there would replace what the command reads; "
+            "choose an output outside the inputs",
+        )
+
+
+def check_output_file(
+    path: str | os.PathLike[str], *, inputs: Sequence[str | os.PathLike[str]] = ()
+) -> Path:
+    """``path`` if a file may be written there (absent or a regular file, not overlapping
+    ``inputs``: :func:`refuse_overlap`), else one-line ``SpecboundError``: a FIFO, device,
+    socket or directory is refused before anything opens it (opening a FIFO blocks forever;
+    replacing ``/dev/null`` would replace the device)."""
+    path = Path(path)
+    kind = output_file_kind(path)
+    if kind is not None:
+        raise SpecboundError(
+            Param("out", str(path)), f" is {kind}, not a regular file; choose another file name"
+        )
+    refuse_overlap(path, inputs)
+    return path
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """Yield a file object on a temp file beside ``path``; on success it is renamed to ``path``.
+def atomic_file(
+    path: str | os.PathLike[str], mode: str = "wb", *, sync: bool = False
+) -> Iterator[IO[Any]]:
+    """Yield a file object on an owner-marked temp file beside ``path`` (:func:`temp_name`);
+    on success it gets :func:`file_mode` and is renamed over ``path`` (``fsync`` first when
+    ``sync``). The one place specbound replaces a file.
 
-    On any error the temp file is removed and ``path`` is left as it was. OSErrors propagate
-    (callers decide whether a failed write matters, e.g. the cache ignores it).
+    ``path`` must be absent or a regular file (:func:`check_output_file`). On any error the
+    temp file is removed and ``path`` is left as it was. OSErrors propagate (callers decide
+    whether a failed write matters, e.g. the cache ignores it).
     """
-    path = Path(path)
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=path.suffix or ".tmp", dir=path.parent)
+    tmp = path.parent / temp_name()
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh
-        os.chmod(tmp, file_mode())  # mkstemp makes 0600; a written file follows the umask
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def file_mode() -> int:
-    """The mode of a new file under the process umask (``0o666 & ~umask``, 0644 by default),
-    as ``open`` would give: temp files from ``mkstemp`` are 0600 until chmod-ed to it."""
-    old = os.umask(0)
-    os.umask(old)
-    return 0o666 & ~old
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

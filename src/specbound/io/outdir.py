@@ -1,7 +1,9 @@
 """Output helpers: nothing half-written ever appears, nothing specbound did not write is lost.
 
-Every command that writes a directory (``analyze --out``, ``scale``, ``reproduce``, and any new
-one) goes through ONE helper, :func:`output_dir`::
+Every command that writes a directory (``analyze --out``, ``scale``, ``correlate``, ``study``,
+``trajectory``, ``reproduce``, ``zoo train``'s model folders, and any new one) goes through ONE
+helper, :func:`output_dir`; every single file goes through :func:`~specbound.io.files.atomic_file`
+(together the only places specbound renames a folder or a file into place)::
 
     from specbound.io import output_dir   # (specbound.io.outdir)
 
@@ -15,17 +17,29 @@ Rules of ``output_dir(path)``:
 - ``path`` absent or an empty directory: created. A directory holding an earlier specbound
   output (its ``.specbound-manifest.json`` lists every file in it) is replaced *as a whole*:
   nothing of the earlier run survives next to the new results. Anything else (a non-empty
-  directory specbound did not write, or one with files added since) is refused with a
-  ``SpecboundError`` and left untouched.
+  directory specbound did not write, or one with files added since, a file, FIFO or device) is
+  refused with a ``SpecboundError`` and left untouched.
+- Inputs: :func:`check_output_dir` (called by every command before its work) refuses an ``out``
+  that is, lies inside or contains one of the command's ``inputs`` (the output would replace
+  or move what it reads). The one exception is ``replaces``: a command that re-evaluates one
+  earlier output of its own in place (``correlate results/X --out results/X``) names it, and
+  ``out`` may then *equal* it (never lie inside or contain it); it is read whole before the
+  write replaces it.
 - The swap is atomic where the OS allows (Linux ``renameat2(RENAME_EXCHANGE)``), else two
-  renames. The final directory's mode follows the umask (``0o777 & ~umask``).
-- Temp dirs are named ``.specbound-XXXXXXXX.tmp`` (short: any ``path`` name that fits the file
-  system works) and hold a ``.specbound-tmp`` marker with the writer's pid; stale ones (their
-  writer is gone, e.g. after SIGKILL) are swept by the next write in the same parent directory.
-- OSErrors while writing (disk full, read-only file system, permissions, a parent that is a file)
-  become one-line ``SpecboundError``s naming the path.
-
-Single files: :func:`~specbound.io.files.atomic_file` (temp file + rename).
+  renames. Writers racing into one folder: the last to commit wins, each leaves a whole folder;
+  a reader sees the earlier or the later folder, never a mix of one file.
+  Every folder and file in the output gets its mode from the umask read once
+  (``files.dir_mode()``/``files.file_mode()``: 0755/0644 under umask 022), whatever mode the
+  library that wrote a file chose (safetensors writes 0600).
+- Temp dirs are named ``.specbound-<pid>-<host>-<random>.tmp`` (``files.temp_name``: unique per
+  writer, naming its owner) and hold a ``.specbound-tmp`` marker on which the writer holds an
+  ``flock`` until its temp is renamed or removed. A sweep (the next write in the same parent)
+  removes a temp only when its name matches that pattern exactly, with this host's tag, and
+  its owner is provably gone: the marker's lock is free (the kernel drops it with its process),
+  or, without a marker, the named pid no longer exists. A live sibling's temp, another host's
+  and any name a user chose (``.specbound-myrun01.tmp``) are never touched.
+- OSErrors while writing (disk full, read-only file system, permissions, a parent that is a file,
+  a name too long) become one-line ``SpecboundError``s naming the path.
 
 Tests interrupt a write on purpose by replacing :func:`_on_temp_ready` (called once the temp
 dir exists, before anything is written into it); it does nothing otherwise.
@@ -36,27 +50,39 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
 import json
 import os
-import re
 import shutil
 import socket
-import tempfile
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import Param, SpecboundError
-from .files import atomic_file, dumps_json
+from .files import (
+    TEMP_RE,
+    atomic_file,
+    check_output_file,
+    dir_mode,
+    dumps_json,
+    file_mode,
+    host_tag,
+    output_file_kind,
+    owner_gone,
+    refuse_overlap,
+    temp_name,
+)
 
 #: The file in every output directory listing what specbound wrote there.
 MANIFEST = ".specbound-manifest.json"
-#: The marker inside a temp dir while it is being written: {"pid": ..., "host": ...}.
+#: The marker inside a temp dir while it is being written: {"pid": ..., "host": ...}; its
+#: writer holds an flock on it until the temp dir is renamed into place or removed.
 TMP_MARKER = ".specbound-tmp"
-_TMP_PREFIX = ".specbound-"
-_TMP_SUFFIX = ".tmp"
-_TMP_RE = re.compile(r"^\.specbound-[A-Za-z0-9_]{6,16}\.tmp$")
 _RENAME_EXCHANGE = 2
+#: How often a commit retries when a concurrent writer moved the destination under it.
+_COMMIT_TRIES = 50
 
 
 def _err(what: str, path: Path, exc: OSError) -> SpecboundError:
@@ -70,12 +96,6 @@ def _err(what: str, path: Path, exc: OSError) -> SpecboundError:
     return SpecboundError(
         f"cannot {what} {path}: {reason}; choose another ", Param("out"), " directory"
     )
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _tree(root: Path) -> tuple[list[str], list[str]]:
@@ -103,11 +123,19 @@ def _read_manifest(d: Path) -> dict[str, Any] | None:
     return data
 
 
-def check_output_dir(path: str | os.PathLike[str]) -> Path:
+def check_output_dir(
+    path: str | os.PathLike[str],
+    *,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    replaces: str | os.PathLike[str] | None = None,
+) -> Path:
     """The absolute destination for ``path`` if specbound may write there, else SpecboundError.
 
-    Allowed: absent, an empty directory, or an earlier specbound output left as it was written.
+    Allowed: absent, an empty directory, or an earlier specbound output left as it was written,
+    that is not, does not lie inside and does not contain any of ``inputs`` (``replaces``, an
+    input re-evaluated in place, may equal ``path``; module doc).
     """
+    refuse_overlap(path, inputs, replaces=replaces)  # first: the most useful reason
     try:
         return _check_output_dir(Path(path))
     except OSError as exc:  # e.g. a name longer than the file system allows
@@ -124,8 +152,9 @@ def _check_output_dir(given: Path) -> Path:
             )
         dest = dest.resolve()
     if dest.exists() and not dest.is_dir():
+        what = output_file_kind(dest) or "a file"
         raise SpecboundError(
-            Param("out", str(given)), " exists and is not a directory; choose another path"
+            Param("out", str(given)), f" exists and is {what}, not a directory; choose another path"
         )
     for parent in dest.parents:
         if parent.exists() or parent.is_symlink():
@@ -169,47 +198,65 @@ def _check_output_dir(given: Path) -> Path:
     return dest
 
 
-def _pid_alive(pid: int) -> bool:
+def _marker_lock_free(marker: Path) -> bool | None:
+    """Whether nobody holds the flock on ``marker`` (None: no such marker). A marker whose lock
+    is free but which holds no writer record yet (its writer is between creating and locking
+    it) counts as held."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError:
         return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its writer is alive
+            return False
+        try:
+            info = json.loads(os.read(fd, 4096))
+        except ValueError:
+            return False
+        return isinstance(info, dict) and isinstance(info.get("pid"), int)
+    finally:
+        os.close(fd)
 
 
 def _is_stale(d: Path) -> bool:
-    """A temp dir of ours whose writer is gone (or an old output left by an interrupted swap)."""
-    if not _TMP_RE.match(d.name) or d.is_symlink() or not d.is_dir():
+    """A temp of ours (an owner-marked name, :data:`~specbound.io.files.TEMP_RE`) whose writer
+    is provably gone: its marker's lock is free, or without a marker its pid is gone (module
+    doc). Anything else, a name a user chose included, is False; so is another host's temp (on
+    a shared file system its writer's lock may not be visible here)."""
+    m = TEMP_RE.match(d.name)
+    if m is None or m["host"] != host_tag() or d.is_symlink():
         return False
-    marker = d / TMP_MARKER
-    try:
-        info = json.loads(marker.read_text())
-    except FileNotFoundError:
-        # no marker: an earlier output renamed aside by an interrupted swap (it has a manifest);
-        # a temp dir that does not have its marker yet has neither
-        return (d / MANIFEST).is_file()
-    except (OSError, ValueError):
-        return False
-    if not isinstance(info, dict) or info.get("host") != socket.gethostname():
-        return False
-    pid = info.get("pid")
-    return isinstance(pid, int) and not _pid_alive(pid)
+    if d.is_dir():
+        free = _marker_lock_free(d / TMP_MARKER)
+        if free is not None:
+            return free
+    return owner_gone(d.name)
 
 
 def sweep_stale(parent: str | os.PathLike[str]) -> list[Path]:
-    """Remove our stale temp dirs in ``parent`` (see module doc); returns those removed."""
+    """Remove our stale temps (folders and files) in ``parent`` (module doc); returns those
+    removed."""
     removed: list[Path] = []
     try:
-        candidates = [p for p in Path(parent).iterdir() if _TMP_RE.match(p.name)]
+        candidates = [p for p in Path(parent).iterdir() if TEMP_RE.match(p.name)]
     except OSError:
         return removed
     for p in candidates:
-        if _is_stale(p):
+        if not _is_stale(p):
+            continue
+        if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
-            if not p.exists():
-                removed.append(p)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        if not p.exists():
+            removed.append(p)
     return removed
 
 
@@ -236,66 +283,175 @@ def _on_temp_ready(tmp: Path) -> None:
     interrupt a write; does nothing)."""
 
 
-def _commit(tmp: Path, dest: Path) -> None:
-    files, dirs = _tree(tmp)
-    files = [f for f in files if f != TMP_MARKER]
-    from .._version import __version__
+def _move(src: Path, dst: Path) -> None:
+    """Rename the folder ``src`` to ``dst`` (absent or an empty folder): the one folder rename."""
+    os.rename(src, dst)
 
-    (tmp / MANIFEST).write_text(
-        json.dumps(
-            {"written_by": f"specbound {__version__}", "files": files, "dirs": dirs}, indent=1
+
+def _check_still_ours(dest: Path) -> None:
+    """``check_output_dir(dest)`` at commit time; a concurrent writer swapping ``dest`` between
+    reading its manifest and listing it can make one check fail, so a refusal must repeat."""
+    for attempt in range(3):
+        try:
+            check_output_dir(dest)
+            return
+        except SpecboundError:
+            if attempt == 2:
+                raise
+
+
+def _set_modes(tmp: Path) -> None:
+    """Give every folder under ``tmp`` (itself included) :func:`~specbound.io.files.dir_mode`
+    and every regular file :func:`~specbound.io.files.file_mode` (symlinks are left alone):
+    what libraries wrote with their own modes (safetensors writes 0600) follows the umask too."""
+    fmode, dmode = file_mode(), dir_mode()
+    for dirpath, dirnames, filenames in os.walk(tmp):
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, fmode)
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, dmode)
+    os.chmod(tmp, dmode)
+
+
+def _commit(tmp: Path, dest: Path, manifest: bool = True) -> None:
+    """Write the manifest into ``tmp`` (when ``manifest``), give everything in it the modes of
+    the umask (:func:`_set_modes`) and put ``tmp`` in the place of ``dest`` (module doc)."""
+    if manifest:
+        files, dirs = _tree(tmp)
+        files = [f for f in files if f != TMP_MARKER]
+        from .._version import __version__
+
+        (tmp / MANIFEST).write_text(
+            json.dumps(
+                {"written_by": f"specbound {__version__}", "files": files, "dirs": dirs},
+                indent=1,
+            )
+            + "\n"
         )
-        + "\n"
-    )
-    os.chmod(tmp, 0o777 & ~_umask())
-    (tmp / TMP_MARKER).unlink()
-    if not dest.exists():
-        os.rename(tmp, dest)
+    _set_modes(tmp)
+    (tmp / TMP_MARKER).unlink()  # its lock stays held (open fd) until output_dir is done
+    for _ in range(_COMMIT_TRIES):
+        if not dest.exists():
+            try:
+                _move(tmp, dest)
+                return
+            except OSError as exc:  # another writer committed first: swap with theirs
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                continue
+        _check_still_ours(dest)  # nothing foreign appeared while we were writing
+        try:
+            if _exchange(tmp, dest):
+                shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the earlier output
+                return
+        except FileNotFoundError:  # moved aside by a writer without renameat2: try again
+            continue
+        aside = dest.parent / temp_name()
+        try:
+            _move(dest, aside)
+        except FileNotFoundError:
+            continue
+        try:
+            _move(tmp, dest)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):  # a newer output got there first
+                shutil.rmtree(aside, ignore_errors=True)
+                continue
+            with contextlib.suppress(OSError):
+                _move(aside, dest)
+            raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                _move(aside, dest)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
         return
-    check_output_dir(dest)  # nothing foreign appeared while we were writing
-    if _exchange(tmp, dest):
-        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the earlier output
-        return
-    aside = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=dest.parent))
-    os.rename(dest, aside)  # onto the empty dir: replaces it
+    raise OSError(errno.EBUSY, "other writers keep replacing it", str(dest))
+
+
+def _lock_marker(tmp: Path) -> int:
+    """Create ``tmp``'s marker, hold its flock (returned fd) and then record the writer in it."""
+    fd = os.open(tmp / TMP_MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        os.rename(tmp, dest)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, dumps_json({"pid": os.getpid(), "host": socket.gethostname()}).encode())
     except BaseException:
-        os.rename(aside, dest)
+        os.close(fd)
         raise
-    shutil.rmtree(aside, ignore_errors=True)
+    return fd
+
+
+class TempDir:
+    """An owner-marked temp folder beside ``dest`` (module doc), for a folder written in steps
+    (``zoo train``'s model folders: begun, trained, finished); :func:`output_dir` is the same
+    for a folder written in one block. ``path`` is the folder to write into; :meth:`commit`
+    puts it in the place of ``dest`` (with a manifest when ``manifest``), :meth:`discard`
+    removes it; either ends it. ``dest`` is the absolute destination (already checked)."""
+
+    def __init__(self, dest: Path, *, manifest: bool = True) -> None:
+        self.dest = dest
+        self.manifest = manifest
+        self.path = dest.parent / temp_name()
+        self._lock = -1
+        try:
+            os.mkdir(self.path, 0o700)
+        except OSError as exc:
+            raise _err("write into", dest.parent, exc) from None
+        try:
+            self._lock = _lock_marker(self.path)
+        except BaseException:
+            self.discard()
+            raise
+
+    def commit(self) -> None:
+        """Rename the folder into place (OSErrors propagate; the temp is removed either way)."""
+        try:
+            _commit(self.path, self.dest, self.manifest)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the temp folder (if still there) and release its lock; idempotent."""
+        if self.path.exists() and not self.path.is_symlink():
+            shutil.rmtree(self.path, ignore_errors=True)
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
 
 
 @contextlib.contextmanager
-def output_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+def output_dir(
+    path: str | os.PathLike[str],
+    *,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    replaces: str | os.PathLike[str] | None = None,
+) -> Iterator[Path]:
     """Yield an empty temp directory; on success it replaces ``path`` as a whole (module doc).
 
     Refuses (SpecboundError, before anything is written) a ``path`` holding files specbound
-    did not write. On any error or interrupt (SIGINT; SIGTERM in the CLI) the temp directory is
-    removed and ``path`` is left as it was.
+    did not write, or overlapping ``inputs`` (:func:`check_output_dir`). On any error or
+    interrupt (SIGINT; SIGTERM in the CLI) the temp directory is removed and ``path`` is left
+    as it was.
     """
-    dest = check_output_dir(path)
+    dest = check_output_dir(path, inputs=inputs, replaces=replaces)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _err("create", dest.parent, exc) from None
     sweep_stale(dest.parent)
+    temp = TempDir(dest)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=dest.parent))
-    except OSError as exc:
-        raise _err("write into", dest.parent, exc) from None
-    try:
-        (tmp / TMP_MARKER).write_text(
-            dumps_json({"pid": os.getpid(), "host": socket.gethostname()})
-        )
-        _on_temp_ready(tmp)
-        yield tmp
-        _commit(tmp, dest)
+        _on_temp_ready(temp.path)
+        yield temp.path
+        temp.commit()
     except OSError as exc:
         raise _err("write", dest, exc) from None
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        temp.discard()
 
 
 #: The former name of :func:`output_dir` (same behaviour).
@@ -304,9 +460,11 @@ atomic_dir = output_dir
 __all__ = [
     "MANIFEST",
     "TMP_MARKER",
+    "TempDir",
     "atomic_dir",
     "atomic_file",
     "check_output_dir",
+    "check_output_file",
     "output_dir",
     "sweep_stale",
 ]

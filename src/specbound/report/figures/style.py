@@ -16,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
 import re
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -131,21 +129,15 @@ def styled(fn: _F) -> _F:
 
 
 def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
-    from ...io.files import file_mode
+    """``fig`` saved as ``fmt`` into ``path`` through ``io.files.atomic_file`` (the one file
+    writer): no timestamp in svg/pdf metadata, so the same figure gives the same bytes."""
+    from ...io.files import atomic_file
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            meta: dict[str, Any] | None = None
-            if fmt in ("svg", "pdf"):
-                meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
-            fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    meta: dict[str, Any] | None = None
+    if fmt in ("svg", "pdf"):
+        meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
+    with atomic_file(path, "wb") as fh:
+        fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
 
 
 def file_stem(name: str) -> str:

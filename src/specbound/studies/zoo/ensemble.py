@@ -178,11 +178,9 @@ def train_ensemble(
             team.append(_begin(plan_, data, params, models_dir / model_name(params)))
         _train(plan_, data, team, dev, finished, t_start)
     finally:
-        import shutil
-
         for m in team:
-            if m.state is not None and m.state["tmp"].exists():
-                shutil.rmtree(m.state["tmp"], ignore_errors=True)
+            if m.state is not None:
+                m.state["temp"].discard()
 
 
 def _begin(plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path) -> _Member:

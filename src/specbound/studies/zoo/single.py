@@ -13,15 +13,13 @@ import contextlib
 import errno
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ...io.files import dumps_json
-from . import zoodir
+from ...io.outdir import TempDir
 from .data import data_record
 from .plan import ZooPlan
 from .tasks import Task
@@ -92,9 +90,11 @@ def _save(model: Any, where: Path) -> None:
 
 
 def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> dict[str, Any]:
-    """Split, seed, build and save the initialization of one grid point into a temp dir.
+    """Split, seed, build and save the initialization of one grid point into a temp dir
+    (``io.outdir.TempDir``: owner-marked, committed by ``finish_model``).
 
-    Returns ``{"t0", "train_idx", "test_idx", "model", "tmp"}``; the same for both paths.
+    Returns ``{"t0", "train_idx", "test_idx", "model", "tmp", "temp"}`` (``tmp``: the temp
+    dir's path, ``temp`` the TempDir); the same for both paths.
     """
     import torch
 
@@ -102,15 +102,20 @@ def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> di
     train_idx, test_idx = task.split(params[task.size_axis], params["seed"])
     torch.manual_seed(params["seed"])
     model = task.build(params["depth"], params["width"], data.num_classes)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    temp = TempDir(dest, manifest=False)  # the zoo's own manifest lists models/
     try:
-        tmp.chmod(0o777 & ~zoodir.umask())
-        (tmp / zoodir.TMP_MARKER).write_text(str(os.getpid()))  # ours: cleanup may remove it
-        _save(model, tmp / "init")
+        _save(model, temp.path / "init")
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        temp.discard()
         raise
-    return {"t0": t0, "train_idx": train_idx, "test_idx": test_idx, "model": model, "tmp": tmp}
+    return {
+        "t0": t0,
+        "train_idx": train_idx,
+        "test_idx": test_idx,
+        "model": model,
+        "tmp": temp.path,
+        "temp": temp,
+    }
 
 
 def finish_model(
@@ -126,7 +131,8 @@ def finish_model(
 ) -> dict[str, Any]:
     """Evaluate ``state["model"]`` (trained, on ``device``), write its files, rename into place."""
     task = plan_.task
-    model, tmp = state["model"], state["tmp"]
+    model, temp = state["model"], state["temp"]
+    tmp = temp.path
     train_idx, test_idx = state["train_idx"], state["test_idx"]
     try:
         xtr, ytr = data.x[train_idx].to(device), data.y[train_idx].to(device)
@@ -157,11 +163,9 @@ def finish_model(
         rec = data_record(task, params, train_idx, test_idx, data)
         (tmp / "data.json").write_text(dumps_json(rec) + "\n")
         (tmp / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
-        (tmp / zoodir.TMP_MARKER).unlink()
-        os.rename(tmp, dest)
+        temp.commit()
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        temp.discard()
     return metrics
 
 
@@ -193,6 +197,6 @@ def train_model(
             opt.step()
             steps += 1
     except BaseException:
-        shutil.rmtree(state["tmp"], ignore_errors=True)
+        state["temp"].discard()
         raise
     return finish_model(plan_, data, params, dest, state, steps, dev, 1)

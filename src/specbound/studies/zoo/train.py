@@ -159,7 +159,7 @@ def train_zoo(
                 Param("device", "cpu"),
             )
     out = Path(out)
-    zoodir.check_zoo(out, p)
+    zoodir.check_zoo(out, p, inputs=[source] if source is not None else [])
     if isinstance(eng, ProcessEngine):  # its processes start while this one imports torch
         from .distributed import warm
 

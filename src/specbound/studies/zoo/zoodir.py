@@ -22,26 +22,29 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import Param, SpecboundError
-from ...io.files import dumps_json
+from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
 from .plan import ZooPlan
 
-#: The file inside a model's temp dir (``models/.NAME.XXXX.tmp``) while specbound writes it:
-#: only dirs holding it are ever removed by cleanup (a user's ``models/.notes.tmp`` is kept).
+#: The marker inside a model temp dir written by earlier specbound versions
+#: (``models/.NAME.XXXX.tmp``): such leftovers are still removed, only those holding it (a
+#: user's ``models/.notes.tmp`` is kept). Model temps are now ``io.outdir.TempDir``s.
 TMP_MARKER = ".specbound-model-tmp"
 
 
 def remove_stale_temps(models: Path) -> list[Path]:
-    """Remove the temp dirs specbound left in ``models`` (killed runs): those named
-    ``.*.tmp`` that hold :data:`TMP_MARKER`; the caller holds the zoo lock. Returns them."""
+    """Remove the temp dirs specbound left in ``models`` (killed runs): owner-marked temps
+    whose writer is gone (``io.outdir.sweep_stale``) and earlier versions' ``.*.tmp`` dirs
+    holding :data:`TMP_MARKER`; the caller holds the zoo lock. Returns them."""
     import shutil
 
-    gone = []
+    from ...io.outdir import sweep_stale
+
+    gone = sweep_stale(models)
     for stale in models.glob(".*.tmp"):
         if stale.is_dir() and not stale.is_symlink() and (stale / TMP_MARKER).is_file():
             shutil.rmtree(stale, ignore_errors=True)
@@ -91,12 +94,6 @@ CSV_COLUMNS = [
 ]
 
 
-def umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def os_error(path: Path, exc: OSError) -> SpecboundError:
     """One line for a failed write: the path and the OS's reason (``No space left on device``,
     ``Read-only file system``, ...; an OSError without an errno: its own text)."""
@@ -107,20 +104,6 @@ def os_error(path: Path, exc: OSError) -> SpecboundError:
         "or choose another ",
         Param("out"),
     )
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _sha(text: str) -> str:
@@ -157,13 +140,28 @@ def _write_manifest(out: Path, sha: dict[str, str]) -> None:
     atomic_write_text(out / MANIFEST, dumps_json(doc, indent=1) + "\n")
 
 
-def check_zoo(out: Path, plan_: ZooPlan) -> bool:
-    """Refuse an ``--out`` specbound may not write (module doc); True when it is a new zoo."""
-    if out.exists() and not out.is_dir():
+def check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str]] = ()) -> bool:
+    """Refuse an ``--out`` specbound may not write (module doc) or one that is, lies inside or
+    contains one of ``inputs`` (the grid file: ``io.files.refuse_overlap``); True when it is a
+    new zoo."""
+    try:
+        return _check_zoo(out, plan_, inputs)
+    except OSError as exc:  # a name longer than the file system allows, permissions
+        raise os_error(out, exc) from None
+
+
+def _check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str]]) -> bool:
+    refuse_overlap(out, inputs)
+    kind = output_file_kind(out)
+    if kind is not None and kind != "a directory":
         raise SpecboundError(
-            Param("out", str(out)), " exists and is not a directory; choose another path"
+            Param("out", str(out)), f" exists and is {kind}, not a directory; choose another path"
         )
     if not out.is_dir():
+        if out.exists():  # a regular file
+            raise SpecboundError(
+                Param("out", str(out)), " exists and is not a directory; choose another path"
+            )
         return True
     try:
         entries = {p.name for p in out.iterdir()}
