@@ -47,8 +47,9 @@ def study(
     quiet: Quiet = False,
     as_json: Json = False,
 ) -> None:
-    """Protocol v3 over several correlate folders: every primary contrast of every zoo, Holm
-    over all of them, replicated only where each replicate alone shows it (SPEC 10)."""
+    """Protocol v4 over several correlate folders: every primary contrast of every zoo, Holm
+    over those of the independent zoos (folders sharing trained models are secondary),
+    replicated only where each replicate alone shows it (SPEC 10)."""
     from ..io import check_output_dir
     from ..report.pages.study import write_report
     from ..studies.multizoo import study as run_study
@@ -65,19 +66,26 @@ def study(
         from rich.console import Console
         from rich.table import Table
 
-        t = Table(title=f"primary contrasts ({len(result.primary)} rows, Holm over all)")
+        n_ind = result.summary()["independent_zoos"]
+        t = Table(
+            title=f"primary contrasts ({len(result.primary)} rows; Holm over the family of "
+            f"{n_ind} independent zoos, secondary folders beside it)"
+        )
         for c in ("contrast", "folder", "role", "delta", "95% interval", "p_holm", "verdict"):
             t.add_column(c)
         for r in result.primary.to_dict("records"):
             t.add_row(
                 str(r["contrast"]),
                 Path(str(r["folder"])).name,
-                str(r["role"]),
+                str(r["role"]) + (" (secondary)" if r["independence"] == "secondary" else ""),
                 f"{r['delta']:+.3g}",
                 f"[{r['low']:+.3g}, {r['high']:+.3g}]",
                 f"{r['p_holm']:.3g}",
                 str(r["verdict"])
-                + (f" (replicated: {r['replicated']})" if r["replicated"] else ""),
+                + (f" (replicated: {r['replicated']})" if r["replicated"] else "")
+                + (" (unstable over seeds)" if r["verdict_stable"] == "no" else ""),
             )
         Console(stderr=False).print(t)
+        for n in result.notes[1:]:
+            print(n)
         print(f"wrote {out}/: primary.csv, exploratory.csv, study.json, report.html")
