@@ -78,3 +78,51 @@ def test_designed_for_arch_rule():
     assert not V.designed_for_arch(n_sizes=1, cells_ok=1)
     assert [c[0] for c in V.primary_contrasts(V.TAU_ARCH)] == ["A1", "A2", "A3"]
     assert [c[0] for c in V.primary_contrasts("tau_fixed_n")] == ["P1", "P2", "P3"]
+
+
+def _arch_zoo(depth: bool = True):
+    """Fixed n, 2 x 2 cells of depth x width, each with lr x wd = 4 configurations x 2 seeds."""
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for d in (1, 2):
+        for w in (8, 16):
+            for lr in (1e-3, 3e-3):
+                for wd in (0.0, 0.1):
+                    for seed in (0, 1):
+                        gap = 0.1 * d + 5 * lr + 0.02 * rng.standard_normal()
+                        rows.append((d, w, lr, wd, seed, 200, gap))
+    df = pd.DataFrame(rows, columns=["depth", "width", "lr", "wd", "seed", "train_size", "gap"])
+    for m in ("spectrum_adaptive", "norm_based", "log_spectral_product", "distance_from_init"):
+        df[m] = df["gap"] + 0.05 * rng.standard_normal(len(df))
+    df["num_parameters"] = df["depth"] * df["width"] ** 2
+    return df if depth else df.drop(columns="depth")
+
+
+def test_primary_choice_selects_the_family():
+    from specbound.errors import SpecboundError
+    from specbound.studies.correlate import table as T
+
+    df = _arch_zoo()
+    measures = ["spectrum_adaptive", "norm_based", "log_spectral_product", "distance_from_init"]
+    measures.append("num_parameters")
+    axes = ["depth", "width", "lr", "wd"]
+    auto = T.correlation_study(df, measures, axes, bootstrap=200)
+    assert auto.primary_statistic == V.TAU_ARCH
+    prim = auto.differences[auto.differences["family"] == "primary"]
+    assert list(prim["contrast"]) == ["A1", "A2", "A3"]
+    assert set(prim["verdict_stable"]) <= {"yes", "no"}
+    assert all(len(s.split(";")) == V.SEEDS for s in prim["p_seeds"])
+    corr = auto.correlation.set_index("measure")
+    assert corr.loc["spectrum_adaptive", "tau_arch_cells"] == 4
+    # num_parameters is constant inside each cell: no tau_arch, every cell at the ceiling
+    assert math.isnan(corr.loc["num_parameters", "tau_arch"])
+    assert corr.loc["num_parameters", "tau_arch_ceiling"] == 4
+    std = T.correlation_study(df, measures, axes, bootstrap=200, primary="standard")
+    prim = std.differences[std.differences["family"] == "primary"]
+    assert list(prim["contrast"]) == ["P1", "P2", "P3"]
+    with pytest.raises(SpecboundError, match="primary arch needs depth and width"):
+        T.correlation_study(_arch_zoo(False), measures, axes[1:], bootstrap=200, primary="arch")
+    with pytest.raises(SpecboundError, match="primary"):
+        T.correlation_study(df, measures, axes, bootstrap=200, primary="fancy")
