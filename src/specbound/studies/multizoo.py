@@ -474,7 +474,7 @@ def _primary_table(
     primary["independence"] = ["family" if x is None else "secondary" for x in o]
     primary["overlaps"] = ["" if x is None else str(x[0]) for x in o]
     primary["shared_models"] = [0 if x is None else int(x[1]) for x in o]
-    fam = np.flatnonzero((primary["independence"] == "family").to_numpy())
+    fam = np.flatnonzero((primary["independence"] == "family").to_numpy()).tolist()
     recs = primary.to_dict("records")
     p = pd.to_numeric(primary["p"], errors="coerce").to_numpy(float)
     p_holm = pd.to_numeric(primary["p_holm_folder"], errors="coerce").to_numpy(float, copy=True)
@@ -486,7 +486,7 @@ def _primary_table(
             evidence[i] += (
                 f"; secondary: shares {x[1]} models with {x[0]}, not in the study's family"
             )
-    if fam.size:
+    if fam:
         seeds = [[split_seeds(recs[i].get(c)) for c in ("p_seeds", "low_seeds", "high_seeds")]
                  for i in fam]  # fmt: skip
         n_seeds = min(len(s[0]) for s in seeds)

@@ -263,7 +263,9 @@ def primary_differences(
             if a in point.index and b in point.index
             else math.nan
         )
-        da, db = draws.get(a) or [None], draws.get(b) or [None]
+        none: list[np.ndarray | None] = [None]
+        da: list[np.ndarray | None] = list(draws.get(a) or none)
+        db: list[np.ndarray | None] = list(draws.get(b) or none)
         per = [_paired(delta, x, y, level) for x, y in zip(da, db, strict=False)]
         lo, hi, n, p = per[0]
         rows.append(
@@ -334,11 +336,11 @@ def with_verdicts(
         gates.append(gate)
         evidence.append(ev)
     words: list[str] = [""] * len(d)
-    for i in np.flatnonzero(~prim):
+    for i in np.flatnonzero(~prim).tolist():
         words[i] = gates[i] or _word(records[i], float(q_bh[i]), float(p[i]), None, bootstrap)
     stable = [""] * len(d)
-    idx = np.flatnonzero(prim)
-    if idx.size:
+    idx = np.flatnonzero(prim).tolist()
+    if idx:
         seeds = max(len(split_seeds(records[i]["p_seeds"])) or 1 for i in idx)
         runs = []
         for s in range(seeds):
