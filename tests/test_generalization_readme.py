@@ -112,3 +112,87 @@ def test_ladder_exponents_match_an_independent_refit():
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
+
+
+# --- claims that can be checked (issue 45 item 4) ----------------------------------------------
+
+
+def test_check_without_a_text_is_an_error():
+    r = subprocess.run(
+        [sys.executable, str(TABLES), "--check"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 2
+    assert r.stderr.startswith("error:") and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_negated_verdict_is_not_the_verdict(tmp_path):
+    text = (HERE / "README.md").read_text()
+    # C2 is "worse": the same sentence saying "is not shown to be worse than" must fail
+    said = "spectrum-adaptive proxy is worse than the norm-based proxy in the replicate zoo"
+    assert said in text
+    bad = text.replace(said, said.replace("is worse than", "is not shown to be worse than"), 1)
+    (tmp_path / "README.md").write_text(bad)
+    r = check(tmp_path / "README.md")
+    assert r.returncode == 1 and "[C2] asserts 'worse'" in r.stderr
+
+
+def test_no_better_than_is_not_better(tmp_path):
+    text = (HERE / "README.md").read_text()
+    said = "the norm-based proxy is better than parameter count"
+    assert said in text  # C5, C6: "better"
+    (tmp_path / "README.md").write_text(
+        text.replace(said, said.replace("is better", "is no better"), 1)
+    )
+    r = check(tmp_path / "README.md")
+    assert r.returncode == 1 and "[C5] asserts 'better'" in r.stderr
+
+
+def test_duplicate_claim_id_and_uncited_claim(tmp_path, monkeypatch):
+    t = _tables_module()
+    claims = pd.read_csv(t.CLAIMS, dtype=str)
+    dup = pd.concat([claims, claims.iloc[[0]]], ignore_index=True)
+    extra = claims.iloc[[0]].copy()
+    extra["claim"] = "C999"
+    path = tmp_path / "claims.csv"
+    pd.concat([dup, extra], ignore_index=True).to_csv(path, index=False)
+    monkeypatch.setattr(t, "CLAIMS", path)
+    texts = {"README.md": (HERE / "README.md").read_text(), "main": MAIN_README.read_text()}
+    problems = t.claim_problems(texts)
+    first = claims.loc[0, "claim"]
+    assert f"claims.csv: claim id {first} is listed 2 times" in problems
+    assert any(p.startswith("claim C999: no sentence") for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("piece", "fits", "fails"),
+    [
+        ("X is worse than Y", "worse", "undetermined"),
+        ("X is not shown to be worse than Y", "undetermined", "worse"),
+        ("X is no better than Y", "borderline", "better"),
+        ("X is never shown to beat Y", "insufficient evidence", "better"),
+        ("the two are not shown to differ", "undetermined", "worse"),
+        ("X beats Y", "better", "worse"),
+        ("the difference is borderline", "borderline", "undetermined"),
+        ("X and Y are not comparable", "not comparable", "worse"),
+        ("on digits", None, "undetermined"),  # asserts nothing: fits no claim
+    ],
+)
+def test_what_a_piece_of_sentence_asserts(piece, fits, fails):
+    t = _tables_module()
+    said = t.stated(piece)
+    if fits is not None:
+        assert t.fits(fits, said)
+    assert not t.fits(fails, said)
+
+
+def test_tags_take_their_own_clause():
+    t = _tables_module()
+    s = (
+        "Sample size ranks the gap better than both: A is worse than B on digits [C1], "
+        "modular addition [C2], but not shown on parity [C3]; in the zoos of x [C4] and y [C5] "
+        "the two are not shown to differ."
+    )
+    got = {cid: t.stated(piece) for cid, piece in t.tagged_pieces(s)}
+    assert got["C1"] == {"worse"} and got["C2"] == {"worse"}
+    assert got["C3"] == {t.NO_VERDICT}
+    assert got["C4"] == {t.NO_VERDICT} and got["C5"] == {t.NO_VERDICT}

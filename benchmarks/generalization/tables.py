@@ -5,8 +5,9 @@ Usage:
     python benchmarks/generalization/tables.py --recompute  # protocol v2 from models.csv
     python benchmarks/generalization/tables.py --check README.md [../../README.md ...]
         # exit 1 unless every measure row of README.md's tables is a row printed here, every
-        # claim of claims.csv has its committed row with the verdict it asserts, and every
-        # verdict sentence of the given texts cites a claim ([C1]) whose verdict it states
+        # claim of claims.csv (ids unique) has its committed row with the verdict it asserts,
+        # every verdict sentence of the given texts cites a claim ([C1]) whose verdict it
+        # states (negations read as such) and every claim is cited; exit 2 without a text
 
 Reads only; writes nothing. A results folder written by protocol v2 (correlation.csv with
 ``kendall_tau_low``, differences.csv) is printed as v2 tables: tau, Psi, tau_fixed_n and
@@ -305,15 +306,84 @@ VERDICT_WORDS = re.compile(
     re.IGNORECASE,
 )
 TAG = re.compile(r"\[(C\d+)\]")
-#: How a sentence says each verdict.
+#: The verdicts a sentence can assert for a claim, each with the words that say it (tried after
+#: the negations below are taken out of the sentence).
 SAYS = {
     "better": r"\b(better|beats?|outperforms?)\b",
     "worse": r"\bworse\b",
-    "undetermined": r"\b(not shown|undetermined)\b",
+    "undetermined": r"\bundetermined\b",
     "borderline": r"\bborderline\b",
     "insufficient evidence": r"\binsufficient evidence\b",
     "not comparable": r"\bnot comparable\b",
 }
+#: A negated comparison ("is not shown to be worse than", "no better than", "never shown to
+#: beat", "not shown to differ") or a bare "not shown": it asserts that no verdict was reached,
+#: so it fits a claim of any verdict but "better" and "worse".
+NEGATED = re.compile(
+    r"\b(?:not|never|no)\s+(?:(?:shown|found)\s+(?:to\s+(?:be\s+)?)?)?"
+    r"(?:(?:significantly|detectably|reliably)\s+)?"
+    r"(?:better|worse|beats?|outperforms?|differ(?:ent)?)\b|\bnot shown\b",
+    re.IGNORECASE,
+)
+#: What a negation asserts (``stated`` returns it as one of the asserted words).
+NO_VERDICT = "no verdict"
+
+
+def stated(text: str) -> set[str]:
+    """The verdicts a piece of a sentence asserts: :data:`NO_VERDICT` for each negation (see
+    :data:`NEGATED`), then every verdict of :data:`SAYS` whose words remain once the negations
+    and "not comparable" are taken out ("worse" inside "is not shown to be worse" is no
+    assertion of "worse")."""
+    out = set()
+    rest = text
+    m = re.search(SAYS["not comparable"], rest, re.IGNORECASE)
+    if m:
+        out.add("not comparable")
+        rest = re.sub(SAYS["not comparable"], " ", rest, flags=re.IGNORECASE)
+    if NEGATED.search(rest):
+        out.add(NO_VERDICT)
+        rest = NEGATED.sub(" ", rest)
+    for word, pattern in SAYS.items():
+        if word != "not comparable" and re.search(pattern, rest, re.IGNORECASE):
+            out.add(word)
+    return out
+
+
+def fits(verdict: str, asserted: set[str]) -> bool:
+    """True when every assertion of a sentence piece fits the claim's ``verdict`` (a negation
+    fits every verdict but "better" and "worse"); an empty set fits nothing."""
+    if not asserted:
+        return False
+    return all(
+        (verdict not in ("better", "worse")) if a == NO_VERDICT else a == verdict for a in asserted
+    )
+
+
+def tagged_pieces(sentence: str) -> list[tuple[str, str]]:
+    """(claim id, the words that assert its verdict) for each tag of ``sentence``: the clause
+    (after the last ":" or ";") of the text between the previous tag (or the sentence start) and
+    this tag, or that whole text when its last clause asserts nothing; a piece that still
+    asserts nothing ("... worse on digits [C22], modular addition [C23]") carries the last piece
+    before it that does, or, with none before it, the first after it ("In the zoos of digits
+    [C19] and modular addition [C20] the proxies are not shown to differ.")."""
+    tags = list(TAG.finditer(sentence))
+    own: list[str] = []
+    start = 0
+    for m in tags:
+        piece = sentence[start : m.start()]
+        clause = re.split(r"[:;]", piece)[-1]
+        own.append(clause if stated(clause) else piece)
+        start = m.end()
+    out, last = [], ""
+    for k, m in enumerate(tags):
+        if stated(own[k]):
+            last = own[k]
+        elif not last:
+            after = [own[j] for j in range(k + 1, len(tags)) if stated(own[j])]
+            out.append((m.group(1), after[0] if after else sentence[tags[-1].end() :]))
+            continue
+        out.append((m.group(1), last))
+    return out
 
 
 def claim_row(c: dict) -> dict | None:
@@ -336,14 +406,31 @@ def claim_row(c: dict) -> dict | None:
     return None if hit.empty else hit.iloc[0].to_dict()
 
 
-def claim_problems(texts: dict[str, str]) -> list[str]:
-    """Every way the claims table and the README texts disagree (empty: they agree):
-    a claim with no row, a claim whose row's verdict differs, a tag naming no claim, a sentence
-    whose tag's verdict it does not state, and a verdict sentence that cites no claim."""
-    claims = pd.read_csv(CLAIMS, dtype=str) if CLAIMS.is_file() else pd.DataFrame()
-    bad = []
+def read_claims(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """claims.csv and its problems: wrong columns, a duplicate or empty id."""
+    if not path.is_file():
+        return pd.DataFrame(columns=CLAIM_COLUMNS), [f"{path.name}: no such file"]
+    claims = pd.read_csv(path, dtype=str, keep_default_na=False)
     if list(claims.columns) != CLAIM_COLUMNS:
-        return [f"{CLAIMS.name}: columns must be {','.join(CLAIM_COLUMNS)}"]
+        return claims, [f"{path.name}: columns must be {','.join(CLAIM_COLUMNS)}"]
+    bad = []
+    ids = claims["claim"].str.strip()
+    for cid in sorted(set(ids[ids.duplicated()])):
+        bad.append(f"{path.name}: claim id {cid} is listed {int((ids == cid).sum())} times")
+    if (ids == "").any():
+        bad.append(f"{path.name}: {int((ids == '').sum())} rows have no claim id")
+    return claims, bad
+
+
+def claim_problems(texts: dict[str, str]) -> list[str]:
+    """Every way the claims table and the README texts disagree (empty: they agree): a
+    duplicate claim id, a claim with no row, a claim whose row's verdict differs, a tag naming no
+    claim, a tag whose piece of sentence asserts another verdict (negations read as such: "is
+    not shown to be worse than" asserts no verdict, never "worse"), a verdict sentence that cites
+    no claim, and, when texts are given, a claim that no sentence cites."""
+    claims, bad = read_claims(CLAIMS)
+    if bad and list(claims.columns) != CLAIM_COLUMNS:
+        return bad
     by_id = {}
     for c in claims.to_dict("records"):
         by_id[c["claim"]] = c
@@ -357,20 +444,27 @@ def claim_problems(texts: dict[str, str]) -> list[str]:
             bad.append(
                 f"claim {c['claim']}: asserts {c['verdict']!r}, its row says {row['verdict']!r}"
             )
+    cited: set[str] = set()
     for name, text in texts.items():
         for sentence in verdict_sentences(text):
-            tags = TAG.findall(sentence)
-            if not tags:
+            pieces = tagged_pieces(sentence)
+            if not pieces:
                 bad.append(f"{name}: a verdict sentence cites no claim: {sentence[:160]}")
-            for t in tags:
+            for t, piece in pieces:
+                cited.add(t)
                 c = by_id.get(t)
                 if c is None:
                     bad.append(f"{name}: [{t}] is not in {CLAIMS.name}")
-                elif not re.search(SAYS.get(c["verdict"], "$^"), sentence, re.IGNORECASE):
+                elif not fits(c["verdict"], stated(piece)):
+                    said = ", ".join(sorted(stated(piece))) or "nothing"
                     bad.append(
-                        f"{name}: [{t}] asserts {c['verdict']!r} but its sentence does "
-                        f"not say so: {sentence[:160]}"
+                        f"{name}: [{t}] asserts {c['verdict']!r} but its sentence says "
+                        f"{said}: {sentence[:160]}"
                     )
+    if texts:
+        for cid in by_id:
+            if cid not in cited:
+                bad.append(f"claim {cid}: no sentence of {', '.join(texts)} cites it")
     return bad
 
 
@@ -464,7 +558,14 @@ def render(again: bool = False) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--check"] and len(argv) >= 2:
+    if argv[:1] == ["--check"]:
+        if len(argv) < 2:
+            print("error: --check needs the texts to check (e.g. README.md)", file=sys.stderr)
+            sys.exit(2)
+        missing = [a for a in argv[1:] if not Path(a).is_file()]
+        if missing:
+            print(f"error: --check: no such file: {missing[0]}", file=sys.stderr)
+            sys.exit(2)
         printed = render()
         texts = {a: Path(a).read_text() for a in argv[1:]}
         bad = [

@@ -178,6 +178,7 @@ def test_mpnet_against_its_forward(tmp_path):
             seen["bias"].append((bias, mask))
 
         handles.append(att.register_forward_pre_hook(pre, with_kwargs=True))
+
         def post(m, a, out):
             seen["o"].append(out[0])
             seen["p"].append(out[1])

@@ -102,9 +102,17 @@ def test_holm_over_the_whole_study_and_the_replicated_rule(tmp_path):
     s = study([fixed], [("digits", [a, b], pooled)])
     prim = s.primary
     assert len(prim) == 12
-    np.testing.assert_allclose(prim["p_holm"], holm(prim["p"]), rtol=0, atol=1e-15)
-    # P1: both replicates better after Holm over 12 rows -> replicated
-    # P2: b's p 0.02 x 12 ranks -> p_holm >= 0.05: not better alone -> not replicated
+    # protocol v4: "fixed" (seeds 0-2, like a) and the pooled folder share models with a and
+    # b, so Holm runs over the 6 rows of the two independent replicates only
+    fam = prim[prim["independence"] == "family"]
+    assert set(fam["folder"]) == {str(a), str(b)}
+    np.testing.assert_allclose(fam["p_holm"], holm(fam["p"]), rtol=0, atol=1e-15)
+    sec = prim[prim["independence"] == "secondary"]
+    np.testing.assert_allclose(sec["p_holm"], sec["p"], rtol=0, atol=0)  # their folder's own
+    assert s.summary()["independent_zoos"] == 2
+    assert sum(s.summary()["verdicts"].values()) == 6
+    # P1: both replicates better after Holm over 6 rows -> replicated
+    # P2: b's p 0.02 x 4 ranks = 0.08 >= 0.05: not better alone -> not replicated
     # P3: undetermined in both -> not replicated
     rep = prim[prim["group"] == "digits"].groupby("contrast")["replicated"].first().to_dict()
     assert rep == {"P1": "yes", "P2": "no", "P3": "no"}
@@ -160,3 +168,44 @@ def test_summary_is_the_json_and_to_dir_writes_the_folder(tmp_path):
     with pytest.raises(SpecboundError, match="not written by specbound"):
         s.to_dir(tmp_path / "mine")  # io.output_dir: never over a folder specbound did not write
     assert (tmp_path / "mine" / "notes.txt").read_text() == "x"
+
+
+def test_folders_sharing_models_are_secondary_with_the_count(tmp_path):
+    # "big" holds seeds 0-5 of one configuration; "part" retrains seeds 3-7 (5 models, 3 of them
+    # the same task, recipe, configuration and seed as big's); "other" is another task
+    big = folder(tmp_path, "big", [0.001] * 3, [0.3] * 3, [0, 1, 2, 3, 4, 5])
+    part = folder(tmp_path, "part", [0.001] * 3, [0.3] * 3, [3, 4, 5, 6, 7])
+    other = folder(tmp_path, "other", [0.001] * 3, [0.3] * 3, [0, 1, 2])
+    meta = json.loads((other / "correlate.json").read_text())
+    (other / "correlate.json").write_text(json.dumps({**meta, "task": "sparse-parity"}))
+    s = study([part, other, big])
+    sec = s.summary()["secondary"]
+    assert sec == [{"folder": str(part), "overlaps": str(big), "shared_models": 3}]
+    assert s.summary()["independent_zoos"] == 2
+    prim = s.primary
+    assert set(prim.loc[prim["independence"] == "family", "folder"]) == {str(big), str(other)}
+    np.testing.assert_allclose(
+        prim.loc[prim["independence"] == "family", "p_holm"], [0.006] * 6, rtol=0, atol=1e-15
+    )
+    assert any("resting on 2 independent zoos" in n for n in s.notes)
+    # the same seeds under another recipe (max_steps) are other models: independent
+    for d, steps in ((big, 500), (part, 2000)):
+        meta = json.loads((d / "correlate.json").read_text())
+        (d / "correlate.json").write_text(json.dumps({**meta, "recipe": {"max_steps": steps}}))
+    assert study([part, other, big]).summary()["secondary"] == []
+
+
+def test_a_verdict_differing_between_seeds_is_borderline(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.3, 0.3], [0.3, 0.02, 0.02], [0, 1, 2])
+    d = pd.read_csv(a / "differences.csv")
+    prim = d["family"] == "primary"
+    # P1's p under 5 seeds: 4 x 3 = 0.0003 .. and one seed at 0.04 x 3 = 0.12 -> not better
+    flat = ";".join(["0.3"] * 5)
+    d.loc[prim, "p_seeds"] = ["0.0001;0.0001;0.0001;0.0001;0.04", flat, flat]
+    d.loc[prim, "low_seeds"] = ";".join(["0.2"] * 5)
+    d.loc[prim, "high_seeds"] = ";".join(["0.4"] * 5)
+    d.to_csv(a / "differences.csv", index=False)
+    prim_rows = study([a]).primary.set_index("contrast")
+    assert prim_rows.loc["P1", "verdict"] == "borderline"
+    assert prim_rows.loc["P1", "verdict_stable"] == "no"
+    assert prim_rows.loc["P2", "verdict_stable"] == "yes"

@@ -71,6 +71,15 @@ def correlate(
         ),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    primary: Annotated[
+        str,
+        typer.Option(
+            "--primary",
+            help="Primary contrasts: auto (A1-A3 on tau_arch for a zoo designed for it: fixed n "
+            "and >= 2 cells of depth x width with >= 3 configurations; else P1-P3), arch or "
+            "standard (P1-P3).",
+        ),
+    ] = "auto",
     data_measures: Annotated[
         bool,
         typer.Option(
@@ -129,6 +138,9 @@ def correlate(
     from ..studies.correlate.verdicts import check_bootstrap
 
     check_bootstrap(bootstrap, "--bootstrap")
+    from ..studies.correlate.table import check_primary
+
+    check_primary(primary)
     if data_workers is not None and not data_measures:
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
@@ -175,16 +187,19 @@ def correlate(
         data_measures=data_measures,
         data_workers=data_workers or 1,
         on_data=None if quiet else progress_line,
+        primary=primary,
     )
     if folders:
         given: list[Path | None] = list(grid) if grid else [None] * len(folders)
         parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
-        result = P.pool(parts, bootstrap=bootstrap, seed=seed)
+        result = P.pool(parts, bootstrap=bootstrap, seed=seed, primary=primary)
         lost: list[str] = []
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
         each = [run_one(z, bootstrap=0) for z in zoos]
         lost = [m for r in each for m in r.data_failed]
-        result = P.pool([P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed)
+        result = P.pool(
+            [P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed, primary=primary
+        )
     else:
         result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
         lost = list(result.data_failed)

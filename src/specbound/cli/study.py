@@ -47,8 +47,9 @@ def study(
     quiet: Quiet = False,
     as_json: Json = False,
 ) -> None:
-    """Protocol v3 over several correlate folders: every primary contrast of every zoo, Holm
-    over all of them, replicated only where each replicate alone shows it (SPEC 10)."""
+    """Protocol v4 over several correlate folders: every primary contrast of every zoo, Holm
+    over those of the independent zoos (folders sharing trained models are secondary),
+    replicated only where each replicate alone shows it (SPEC 10)."""
     from ..io import check_output_dir
     from ..report.pages.study import write_report
     from ..studies.multizoo import study as run_study
@@ -69,6 +70,8 @@ def study(
 
         from ..report.terminal_correlate import study_table
 
-        t = study_table(result.primary)
+        t = study_table(result.primary, result.summary()["independent_zoos"])
         Console(stderr=False).print(t)
+        for n in result.notes[1:]:
+            print(n)
         print(f"wrote {out}/: primary.csv, exploratory.csv, study.json, report.html")

@@ -165,14 +165,20 @@ def _said(v: Any) -> bool:
     return not is_undefined(v) and str(v) != ""
 
 
-def study_table(primary: Any) -> Any:
+def study_table(primary: Any, independent_zoos: int | None = None) -> Any:
     """The terminal table of ``specbound study``: every primary contrast of every folder
     (``Study.primary`` rows) with delta, its 95% interval, p_holm and the verdict. A value
     that is not defined (a contrast without a statistic) is written as the glossary says,
     never ``+nan``."""
     from rich.table import Table
 
-    t = Table(title=f"primary contrasts ({len(primary)} rows, Holm over all)")
+    family = (
+        "Holm over all"
+        if independent_zoos is None
+        else f"Holm over the family of {independent_zoos} independent zoos, secondary folders "
+        "beside it"
+    )
+    t = Table(title=f"primary contrasts ({len(primary)} rows; {family})")
     for c in ("contrast", "folder", "role", "delta", "95% interval", "p_holm", "verdict"):
         t.add_column(c)
     for r in primary.to_dict("records"):
@@ -180,13 +186,16 @@ def study_table(primary: Any) -> Any:
         t.add_row(
             escape(str(r["contrast"])),
             escape(Path(str(r["folder"])).name),
-            escape(str(r["role"])),
+            escape(
+                str(r["role"]) + (" (secondary)" if r.get("independence") == "secondary" else "")
+            ),
             spec(r["delta"], "+.3g"),
             UNDEFINED if is_undefined(r["low"]) and is_undefined(r["high"]) else f"[{lo}, {hi}]",
             spec(r["p_holm"], ".3g"),
             escape(
                 str(r["verdict"])
                 + (f" (replicated: {r['replicated']})" if _said(r["replicated"]) else "")
+                + (" (unstable over seeds)" if r.get("verdict_stable") == "no" else "")
             ),
         )
     return t

@@ -1,13 +1,30 @@
-"""One study over several correlate folders: the primary table of SPEC 10 protocol v3.
+"""One study over several correlate folders: the primary table of SPEC 10 protocol v3 as
+amended by v4 (independent folders only in the Holm family, verdicts stable over seeds).
 
 ``study(folders, replicates=...)`` reads the folders ``specbound correlate`` wrote for the zoos of
 a study (standard, fixed-n, replicate and pooled zoos of each task) and returns a
 :class:`Study`:
 
-- ``primary``: every primary row (P1-P3) of every folder, with ``p_holm`` recomputed by Holm's
-  step-down adjustment over **all** of them (the whole study is one family), and the verdict of
-  :func:`~specbound.studies.correlate.verdicts.verdict` with that figure. A folder's
-  "insufficient evidence" and "not comparable" stay as they are: more rows never make evidence.
+- ``primary``: every primary row (P1-P3, or A1-A3 on tau_arch) of every folder. Protocol v4:
+  the Holm family is the primary rows of the *independent* folders only (``independence`` =
+  ``family``), with ``p_holm`` recomputed by Holm's step-down adjustment over all of them, the
+  Monte Carlo error of that figure (``verdicts.holm_mc_errors``) and the verdict of
+  :func:`~specbound.studies.correlate.verdicts.verdict`, recomputed under each bootstrap seed the
+  folder recorded (``p_seeds``, ``low_seeds``, ``high_seeds`` of differences.csv):
+  ``verdict_stable`` yes when every seed gives the same word, else the verdict is "borderline"
+  (empty when a folder recorded one seed only). A folder's "insufficient evidence" and "not
+  comparable" stay as they are: more rows never make evidence.
+- independence (:func:`independence`): a model is identified by its task, recipe (``max_steps``
+  and ``target_loss`` of the zoo.json beside the folder's manifest, or ``recipe`` of
+  correlate.json; a field unknown on either side does not tell models apart), configuration (its
+  hyperparameter columns in models.csv: the axes of every folder and the training-set size) and
+  seed, whatever CPU trained it. Folders are taken in a fixed order, a single zoo before a pooled
+  folder (``zoos`` of correlate.json lists >= 2, or the pooled folder of a replicate group), then
+  the folder with more models, then a replicate before a single folder, then the order given;
+  each joins the family when it shares no model with a family member, else it is ``secondary``
+  with ``overlaps`` (the family folder it shares most models with) and ``shared_models``: shown
+  beside the family with its own folder's ``p_holm`` and verdict, never in the study's Holm
+  adjustment or tally.
 - replicate groups ``(name, [replicate folders], pooled folder or None)``: each replicate's rows
   are labelled ``replicate``, the pooled folder's ``pooled``; a group's ``replicated`` is ``yes``
   for a contrast only when every replicate alone has the same verdict, ``better`` or ``worse``,
@@ -54,9 +71,19 @@ PRIMARY_COLUMNS = (
     "p_holm_folder",
     "p_holm",
     "verdict",
+    "verdict_stable",
     "evidence",
     "replicated",
+    "independence",
+    "overlaps",
+    "shared_models",
 )
+#: The training settings of a zoo.json that make two retrainings the same model (with task,
+#: configuration and seed); the preset only selects grid points, so it is not one of them.
+RECIPE_KEYS = ("max_steps", "target_loss")
+#: Columns of models.csv that are hyperparameters besides the folders' axes (the size axis of a
+#: fixed-n zoo is no axis there, yet tells models apart).
+SIZE_COLUMNS = ("train_size", "train_fraction")
 
 
 @dataclass
@@ -68,6 +95,8 @@ class Study:
     folders: list[str]
     groups: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: folders sharing models with a family member: ``folder, overlaps, shared_models``
+    secondary: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """What ``specbound study --json`` prints, less the output folder the CLI adds: a
@@ -83,14 +112,24 @@ class Study:
         """study.json: the folders, the replicate groups, counts of verdicts, notes."""
         from ..io.files import json_safe
 
-        counts = self.primary["verdict"].value_counts().to_dict() if len(self.primary) else {}
+        fam = (
+            self.primary[self.primary["independence"] == "family"]
+            if len(self.primary)
+            else self.primary
+        )
+        counts = fam["verdict"].value_counts().to_dict() if len(fam) else {}
+        independent = sorted(set(fam["folder"])) if len(fam) else []
         return dict(
             json_safe(
                 {
-                    "protocol": 3,
+                    "protocol": 4,
                     "folders": list(self.folders),
                     "n_primary": len(self.primary),
-                    "holm_over": "every primary row of every folder",
+                    "n_family": len(fam),
+                    "independent_zoos": len(independent),
+                    "independent_folders": independent,
+                    "secondary": list(self.secondary),
+                    "holm_over": "every primary row of the independent folders",
                     "verdicts": {str(k): int(v) for k, v in counts.items()},
                     "groups": list(self.groups),
                     "notes": list(self.notes),
@@ -160,20 +199,146 @@ def study(
     paths = _paths(folders, replicates)
     read = {p: _read(p) for p in paths}
     role, groups = _groups(replicates, read)
+    over = independence(paths, read, role)
     rows, explo = [], []
     for p in paths:
         meta, d, _ = read[p]
         rows.extend(_primary_rows(p, meta, d, role.get(p, ("single", "")), V))
         explo.append(_exploratory_rows(p, meta, d, V))
-    primary = _primary_table(rows, V)
+    primary = _primary_table(rows, over, V)
     _mark_replicated(primary, groups, V)
     primary = primary[[*PRIMARY_COLUMNS]]
     exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
+    secondary = [
+        {"folder": str(p), "overlaps": str(o[0]), "shared_models": o[1]}
+        for p, o in over.items()
+        if o is not None
+    ]
+    n_ind = len(paths) - len(secondary)
+    fam = primary[primary["independence"] == "family"]
     notes = [
-        f"p_holm: Holm over all {len(primary)} primary rows of {len(paths)} folders; "
+        f"p_holm: Holm over the {len(fam)} primary rows of {n_ind} independent zoos (folders "
+        f"sharing no trained model); {len(secondary)} secondary folders share models with "
+        "them and keep their own folder's p_holm and verdict, outside the study's tally; "
         "exploratory rows keep their folder's q_bh and are not verdicts of the study"
     ]
-    return Study(primary, exploratory, [str(p) for p in paths], groups, notes)
+    counts = fam["verdict"].value_counts().to_dict() if len(fam) else {}
+    tally = ", ".join(f"{int(v)} {k}" for k, v in sorted(counts.items()))
+    notes.append(f"verdicts of the study, resting on {n_ind} independent zoos: {tally or 'none'}")
+    for rec in secondary:
+        notes.append(
+            f"secondary: {rec['folder']} shares {rec['shared_models']} models with "
+            f"{rec['overlaps']}"
+        )
+    return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary)
+
+
+Read = dict[Path, tuple[dict[str, Any], "pd.DataFrame", "pd.DataFrame"]]
+
+
+def independence(
+    paths: Sequence[Path], read: Read, role: dict[Path, tuple[str, str]]
+) -> dict[Path, tuple[Path, int] | None]:
+    """Per folder, None when it joins the study's family, else ``(the family folder it shares
+    most models with, the count of shared models)`` (module doc: the order and the identity of
+    a model)."""
+    hyper = sorted(
+        {str(a) for p in paths for a in read[p][0].get("axes") or [] if a != "seed"}
+        | set(SIZE_COLUMNS)
+    )
+    keys = {p: _model_keys(p, read[p], hyper) for p in paths}
+    recipe = {p: _recipe(p, read[p][0]) for p in paths}
+
+    def pooled(p: Path) -> bool:
+        return role.get(p, ("", ""))[0] == "pooled" or len(read[p][0].get("zoos") or []) >= 2
+
+    order = sorted(
+        range(len(paths)),
+        key=lambda i: (
+            pooled(paths[i]),
+            -len(read[paths[i]][2]),
+            role.get(paths[i], ("single", ""))[0] != "replicate",
+            i,
+        ),
+    )
+    family: list[Path] = []
+    out: dict[Path, tuple[Path, int] | None] = {}
+    for i in order:
+        p = paths[i]
+        shared = [(q, _shared(p, q, keys, recipe, read)) for q in family]
+        best = max(shared, key=lambda t: t[1], default=None)
+        if best is None or best[1] == 0:
+            family.append(p)
+            out[p] = None
+        else:
+            out[p] = best
+    return {p: out[p] for p in paths}
+
+
+def _model_keys(
+    p: Path, r: tuple[dict[str, Any], pd.DataFrame, pd.DataFrame], hyper: list[str]
+) -> tuple[list[str], bool, set[tuple[Any, ...]]]:
+    """(the hyperparameter columns models.csv has, whether it has a seed column, one key per
+    model: their values and the seed, numbers as floats)."""
+    models = r[2]
+    cols = [c for c in hyper if c in models.columns]
+    has_seed = "seed" in models.columns
+    use = [*cols, "seed"] if has_seed else cols
+    rows = models[use].itertuples(index=False, name=None) if len(models) else []
+    return cols, has_seed, {tuple(_norm(v) for v in row) for row in rows}
+
+
+def _norm(v: Any) -> Any:
+    """A cell as a comparable value: numbers (and numeric text) as floats."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _shared(
+    p: Path,
+    q: Path,
+    keys: dict[Path, tuple[list[str], bool, set[tuple[Any, ...]]]],
+    recipe: dict[Path, dict[str, Any]],
+    read: Read,
+) -> int:
+    """How many trained models the folders ``p`` and ``q`` share (module doc): 0 when their
+    task or a recipe field both record differs, else the models of ``p`` whose values on the
+    hyperparameter columns both have, and seed, match a model of ``q``."""
+    if read[p][0].get("task") != read[q][0].get("task"):
+        return 0
+    rp, rq = recipe[p], recipe[q]
+    if any(rp[k] != rq[k] for k in rp.keys() & rq.keys()):
+        return 0
+    (cp, sp, kp), (cq, sq, kq) = keys[p], keys[q]
+    common = [c for c in cp if c in cq]
+    ip = [cp.index(c) for c in common] + ([len(cp)] if sp and sq else [])
+    iq = [cq.index(c) for c in common] + ([len(cq)] if sp and sq else [])
+    other = {tuple(k[j] for j in iq) for k in kq}
+    return sum(tuple(k[j] for j in ip) in other for k in kp)
+
+
+def _recipe(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
+    """The recipe fields (``RECIPE_KEYS``) of a folder: ``meta["recipe"]`` when recorded, else
+    those of the zoo.json beside its manifest (the manifest's folder looked up from the folder's
+    parents and the working directory); {} when unknown (a pooled folder, a manifest CSV)."""
+    rec = meta.get("recipe")
+    if isinstance(rec, dict):
+        return {k: rec[k] for k in RECIPE_KEYS if k in rec}
+    manifest = str(meta.get("manifest") or "")
+    if not manifest or " + " in manifest:
+        return {}
+    zoo_dir = Path(manifest).parent if manifest.endswith(".csv") else Path(manifest)
+    for base in [*folder.resolve().parents, Path.cwd()]:
+        f = base / zoo_dir / "zoo.json"
+        if f.is_file():
+            try:
+                z = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError):
+                return {}
+            return {k: z[k] for k in RECIPE_KEYS if isinstance(z, dict) and k in z}
+    return {}
 
 
 def _paths(
@@ -269,6 +434,10 @@ def _primary_rows(
             "p": rec["p"],
             "p_holm_folder": rec.get("p_holm"),
             "folder_verdict": rec["verdict"],
+            "folder_stable": rec.get("verdict_stable"),
+            "p_seeds": rec.get("p_seeds"),
+            "low_seeds": rec.get("low_seeds"),
+            "high_seeds": rec.get("high_seeds"),
             "evidence": rec.get("evidence"),
             "n_configurations": meta.get("n_configurations", 0),
         }
@@ -284,17 +453,74 @@ def _exploratory_rows(p: Path, meta: dict[str, Any], d: pd.DataFrame, V: Any) ->
     return ex
 
 
-def _primary_table(rows: list[dict[str, Any]], V: Any) -> pd.DataFrame:
-    """The primary rows with the study's ``p_holm`` (Holm over all of them) and verdict, and an
-    empty ``replicated`` column; an empty table with every column when there are none."""
+def _primary_table(
+    rows: list[dict[str, Any]], over: dict[Path, tuple[Path, int] | None], V: Any
+) -> pd.DataFrame:
+    """The primary rows with ``independence``; the family rows with the study's ``p_holm``
+    (Holm over the family), verdict and ``verdict_stable`` (module doc), the secondary rows with
+    their folder's; an empty ``replicated`` column; an empty table with every column when there
+    are none."""
+    import numpy as np
     import pandas as pd
 
+    from .correlate.table import split_seeds
+
     primary = pd.DataFrame(rows)
-    if len(primary):
-        primary["p_holm"] = V.holm(pd.to_numeric(primary["p"], errors="coerce").to_numpy(float))
-        primary["verdict"] = [_verdict(r, V) for r in primary.to_dict("records")]
-    else:
+    if not len(primary):
         primary = pd.DataFrame(columns=[*PRIMARY_COLUMNS, "folder_verdict", "n_configurations"])
+        primary["replicated"] = ""
+        return primary
+    o = [over[Path(f)] for f in primary["folder"]]
+    primary["independence"] = ["family" if x is None else "secondary" for x in o]
+    primary["overlaps"] = ["" if x is None else str(x[0]) for x in o]
+    primary["shared_models"] = [0 if x is None else int(x[1]) for x in o]
+    fam = np.flatnonzero((primary["independence"] == "family").to_numpy()).tolist()
+    recs = primary.to_dict("records")
+    p = pd.to_numeric(primary["p"], errors="coerce").to_numpy(float)
+    p_holm = pd.to_numeric(primary["p_holm_folder"], errors="coerce").to_numpy(float, copy=True)
+    verdict = [str(r["folder_verdict"]) for r in recs]
+    stable = ["" if pd.isna(r["folder_stable"]) else str(r["folder_stable"]) for r in recs]
+    evidence = [str(r["evidence"]) for r in recs]
+    for i, x in enumerate(o):
+        if x is not None:
+            evidence[i] += (
+                f"; secondary: shares {x[1]} models with {x[0]}, not in the study's family"
+            )
+    if fam:
+        seeds = [[split_seeds(recs[i].get(c)) for c in ("p_seeds", "low_seeds", "high_seeds")]
+                 for i in fam]  # fmt: skip
+        n_seeds = min(len(s[0]) for s in seeds)
+        runs = []
+        for s in range(max(n_seeds, 1)):
+            ps = np.array([seeds[k][0][s] if n_seeds else p[i] for k, i in enumerate(fam)])
+            b = pd.to_numeric(primary["B"].iloc[fam], errors="coerce").to_numpy(float)
+            hs, mcs = V.holm(ps), V.holm_mc_errors(ps, b)
+            if s == 0:
+                p_holm[fam] = hs
+            runs.append(
+                [
+                    _verdict(
+                        recs[i],
+                        V,
+                        p=float(ps[k]),
+                        p_holm=float(hs[k]),
+                        mc=float(mcs[k]),
+                        low=seeds[k][1][s] if n_seeds else None,
+                        high=seeds[k][2][s] if n_seeds else None,
+                    )
+                    for k, i in enumerate(fam)
+                ]
+            )
+        final, ok = V.stable_verdicts(runs)
+        for k, i in enumerate(fam):
+            verdict[i] = final[k]
+            stable[i] = ("yes" if ok[k] else "no") if n_seeds else ""
+            if not ok[k]:
+                evidence[i] += "; verdict differs between bootstrap seeds: " + ", ".join(
+                    run[k] for run in runs
+                )
+    primary["p_holm"], primary["verdict"] = p_holm, verdict
+    primary["verdict_stable"], primary["evidence"] = stable, evidence
     primary["replicated"] = ""
     return primary
 
@@ -316,26 +542,40 @@ def _mark_replicated(primary: pd.DataFrame, groups: list[dict[str, Any]], V: Any
             primary.loc[sel, "replicated"] = "yes" if ok else "no"
 
 
-def _verdict(r: dict[str, Any], V: Any) -> str:
-    """The study verdict of one primary row: the folder's "insufficient evidence" and "not
-    comparable" stand; otherwise the verdict rules with the study's p_holm."""
+def _verdict(
+    r: dict[str, Any],
+    V: Any,
+    *,
+    p: float,
+    p_holm: float,
+    mc: float,
+    low: float | None = None,
+    high: float | None = None,
+) -> str:
+    """The study verdict of one primary row under one bootstrap seed (its ``p``, the study's
+    ``p_holm`` and that figure's Monte Carlo error ``mc``, the seed's interval; default the
+    row's): the folder's "insufficient evidence" and "not comparable" stand; otherwise the
+    verdict rules."""
     import math
 
     if r["folder_verdict"] in (V.INSUFFICIENT, V.NOT_COMPARABLE):
         return str(r["folder_verdict"])
-    vals = [r["delta"], r["low"], r["high"], r["p"], r["p_holm"]]
+    lo = r["low"] if low is None else low
+    hi = r["high"] if high is None else high
+    vals = [r["delta"], lo, hi, p, p_holm]
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in vals):
         return V.INSUFFICIENT
     return str(
         V.verdict(
             estimate=float(r["delta"]),
-            low=float(r["low"]),
-            high=float(r["high"]),
-            p_adj=float(r["p_holm"]),
+            low=float(lo),
+            high=float(hi),
+            p_adj=float(p_holm),
             B=int(r["B"]),
             n_configurations=int(r["n_configurations"]),
             n_strata_ok=V.MIN_STRATA,  # the folder's own verdict already passed the strata rule
             statistic=str(r["statistic"]),
-            p=float(r["p"]),
+            p=float(p),
+            mc=mc,
         )
     )

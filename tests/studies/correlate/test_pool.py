@@ -86,9 +86,13 @@ def test_cli_pools_folders_and_refuses_contradictions(tmp_path):
     models = pd.read_csv(out / "models.csv")
     assert set(models["zoo"]) == {"zoo-a", "zoo-b"}
     meta = json.loads((out / "correlate.json").read_text())
-    assert meta["zoos"] == ["zoo-a", "zoo-b"] and meta["protocol"] == 3
+    assert meta["zoos"] == ["zoo-a", "zoo-b"] and meta["protocol"] == 4
     d = pd.read_csv(out / "differences.csv")
-    assert set(d.loc[d["family"] == "primary", "contrast"]) == {"P1", "P2", "P3"}
+    # fixed n, 4 cells of depth x width with 4 lr x weight_decay configurations each: a zoo
+    # designed for tau_arch (protocol v4), so its primary contrasts are A1-A3 on tau_arch
+    prim = d[d["family"] == "primary"]
+    assert set(prim["contrast"]) == {"A1", "A2", "A3"} and set(prim["statistic"]) == {"tau_arch"}
+    assert set(prim["verdict_stable"]) <= {"yes", "no"}
 
     zoo = tmp_path / "zoo"
     shutil.copytree(a, zoo)

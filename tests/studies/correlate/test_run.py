@@ -356,6 +356,22 @@ def _zoo(tmp_path: Path) -> Path:
     return d
 
 
+def tau_arch_by_hand(models: pd.DataFrame, measure: str) -> float:
+    """SPEC 10 protocol v4 by hand: the mean over cells of equal depth, width (and n) of
+    scipy's tau-b within the cell, cells with >= 3 models and a defined tau-b."""
+    from scipy.stats import kendalltau
+
+    keys = [c for c in ("depth", "width", "train_size") if c in models.columns]
+    ok = models[models[measure].notna() & models["gap"].notna()]
+    taus = []
+    for _, cell in ok.groupby(keys):
+        if len(cell) >= 3:
+            t = kendalltau(cell[measure], cell["gap"]).statistic
+            if not math.isnan(t):
+                taus.append(t)
+    return sum(taus) / len(taus) if taus else math.nan
+
+
 def check_tables_against_reference(out: Path, axes: list[str]) -> None:
     """Recompute correlation.csv and differences.csv from models.csv with the brute force:
     what a reader can check."""
@@ -365,6 +381,7 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
     assert list(diffs.columns) == [
         *["measure", "versus", "statistic", "delta", "low", "high", "family", "contrast"],
         *["B", "p", "p_holm", "q_bh", "verdict", "evidence"],
+        *["verdict_stable", "p_seeds", "low_seeds", "high_seeds"],
     ]
     theta = list(models[axes].itertuples(index=False, name=None))
     n = list(models["train_size"]) if "train_size" in models.columns else None
@@ -396,12 +413,14 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
             assert row[f"psi_{a}_pairs"] == ref["psi_pairs"][i]
             assert same(row[f"sign_error_{a}"], ref["sign_axes"][i])
             assert row[f"sign_error_{a}_pairs"] == ref["sign_pairs"][i]
+        if {"depth", "width"} <= set(models.columns):
+            assert same(row["tau_arch"], tau_arch_by_hand(models, row["measure"]))
     point = corr.set_index("measure")
     for r in diffs.to_dict("records"):
         a, b = point.loc[r["measure"], r["statistic"]], point.loc[r["versus"], r["statistic"]]
         assert same(r["delta"], a - b)
     summary = json.loads((out / "correlate.json").read_text())
-    assert summary["protocol"] == 3 and summary["bootstrap_unit"] == "configuration"
+    assert summary["protocol"] == 4 and summary["bootstrap_unit"] == "configuration"
     assert {"n_at_ceiling", "r2_spectrum_adaptive", "statement"} <= set(summary["rank_ceiling"])
 
 

@@ -157,6 +157,9 @@ def test_differences_are_paired_point_differences():
     tabs = T.correlation_study(df, measures, ["depth", "width", "train_size"], bootstrap=1000)
     corr, diffs = tabs.correlation.set_index("measure"), tabs.differences
     assert list(diffs.columns) == T.DIFFERENCE_COLUMNS
+    # every axis is a cell key of tau_arch (depth x width x n): no cell holds 3 models, no
+    # tau_arch, so no tau_arch row
+    assert (corr["tau_arch_cells"] == 0).all()
     assert set(diffs["statistic"]) == set(T.INTERVAL_STATS)
     for r in diffs.itertuples():
         a, b = corr.loc[r.measure, r.statistic], corr.loc[r.versus, r.statistic]

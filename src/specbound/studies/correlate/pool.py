@@ -186,9 +186,11 @@ def pool(
     bootstrap: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    primary: str = "auto",
 ) -> Correlation:
     """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
-    gap; measures are those every part has (the others are dropped with a note)."""
+    gap; measures are those every part has (the others are dropped with a note). ``primary``:
+    as ``correlate``'s (``table.check_primary``)."""
     from . import table as T
     from .ceiling import rank_ceiling
     from .result import Correlation
@@ -204,8 +206,9 @@ def pool(
     models = _ordered(models, first.axes, measures, dropped)
     missing = _missing(parts)
     tables = T.correlation_study(
-        models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level, missing=missing
-    )
+        models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level,
+        missing=missing, primary=primary,
+    )  # fmt: skip
     notes = _notes(parts, names, dropped, missing) + tables.notes
     return Correlation(
         models=models,

@@ -41,7 +41,7 @@ render):
     them) or ``q_bh`` (exploratory rows: Benjamini-Hochberg over them), ``verdict`` one of
     ``verdicts.VERDICTS`` and ``evidence`` the counts beside it (``table.with_verdicts``).
 ``skipped.csv``: ``model, reason``.
-``correlate.json``: ``protocol`` (3), ``manifest, task, gap, axes, measures, n_listed,
+``correlate.json``: ``protocol`` (4), ``manifest, task, gap, axes, measures, n_listed,
     n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
     bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
     interval_statistics``, ``rank_ceiling`` (object: ``threshold, n_models, n_at_ceiling,
@@ -120,7 +120,7 @@ class Correlation:
     def summary(self) -> dict[str, Any]:
         """The content of correlate.json (module doc)."""
         return {
-            "protocol": 3,
+            "protocol": 4,
             "manifest": self.manifest,
             "task": self.task,
             "gap": self.gap,
@@ -142,7 +142,9 @@ class Correlation:
             "rank_ceiling": dict(self.rank_ceiling),
             "primary_statistic": self.primary_statistic,
             "primary_bootstrap": self.primary_bootstrap,
-            "primary_contrasts": {c: f"{a} - {b}" for c, a, b in V.PRIMARY_CONTRASTS},
+            "primary_contrasts": {
+                c: f"{a} - {b}" for c, a, b in V.primary_contrasts(self.primary_statistic)
+            },
             "alpha": V.ALPHA,
             "min_configurations": V.MIN_CONFIGURATIONS,
             "min_bootstrap_verdict": V.MIN_VERDICT_BOOTSTRAP,
@@ -160,7 +162,7 @@ class Correlation:
             "n_models": len(self.models),
             "gap": self.gap,
             "axes": list(self.axes),
-            "protocol": 3,
+            "protocol": 4,
             "bootstrap": self.bootstrap,
             "primary_bootstrap": self.primary_bootstrap,
             "primary_statistic": self.primary_statistic,

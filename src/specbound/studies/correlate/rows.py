@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...errors import SpecboundError
 from . import stats as S
 from . import verdicts as V
 from .mutual_info import cmi, cmi_draws
@@ -43,6 +44,8 @@ class Measure:
     n_configurations: int
     n_strata_ok: int
     blind: dict[str, str]
+    #: cells of depth x width x n with >= 3 configurations (the tau_arch evidence)
+    n_cells_ok: int = 0
 
 
 @dataclass
@@ -63,7 +66,12 @@ class Setup:
     primary_names: list[str]
     p_boot: int
     counts: np.ndarray | None
-    p_counts: np.ndarray | None
+    #: the primary statistic's counts under each of ``V.SEEDS`` seeds (seed, seed + 1, ...)
+    p_counts: list[np.ndarray]
+    #: per model its cell id (depth x width x n), None without depth and width columns
+    cell_all: np.ndarray | None = None
+    #: tau_arch's counts (configurations drawn within cells), None without cells
+    arch_counts: np.ndarray | None = None
     #: groups and strata depend on the models only, not on the measure: one per set of models
     designs: dict[bytes, S.Design] = field(default_factory=dict)
 
@@ -75,7 +83,8 @@ class Evaluated:
 
     row: dict[str, Any]
     boot: dict[str, np.ndarray]
-    p_draw: np.ndarray | None
+    #: the primary statistic's draws under each seed (empty when it has none)
+    p_draw: list[np.ndarray]
     info: Measure
 
 
@@ -89,9 +98,11 @@ def setup(
     seed: int,
     level: float,
     missing: list[str],
+    primary: str = "auto",
 ) -> Setup:
     """What every measure shares; raises (``check_size``) before drawing counts too large.
-    ``bootstrap``, ``seed`` and ``level`` are already checked."""
+    ``bootstrap``, ``seed``, ``level`` and ``primary`` (``V.PRIMARY_CHOICES``) are already
+    checked."""
     import pandas as pd
 
     g_all = pd.to_numeric(models[gap], errors="coerce").to_numpy(float)
@@ -106,18 +117,72 @@ def setup(
     config_all = S.row_ids(codes_all)
     n_conf = int(np.unique(config_all).size)
     n_sizes = 0 if n_all is None else int(np.unique(n_all[np.isfinite(n_all)]).size)
-    pstat = V.primary_statistic(n_sizes)
+    cell_all = cells_of(models)
+    cells_ok = 0 if cell_all is None else _cells_ok(cell_all, config_all)
+    pstat = _choose(primary, n_sizes, cells_ok, cell_all is not None)
     primary_names = [
-        m for c in V.PRIMARY_CONTRASTS if c[1] in measures and c[2] in measures for m in c[1:]
+        m
+        for c in V.primary_contrasts(pstat)
+        if c[1] in measures and c[2] in measures
+        for m in c[1:]
     ]
     p_boot = max(bootstrap, V.PRIMARY_BOOTSTRAP) if bootstrap > 0 and primary_names else 0
-    check_size(len(models), n_conf, max(bootstrap, p_boot))
+    check_size(len(models), n_conf, max(bootstrap, V.SEEDS * p_boot))
     counts = S.bootstrap_config_counts(n_conf, bootstrap, seed) if bootstrap > 0 else None
-    p_counts = S.bootstrap_config_counts(n_conf, p_boot, seed) if p_boot > 0 else None
+    cell_of_config = None
+    if cell_all is not None:
+        cell_of_config = np.zeros(n_conf, dtype=np.int64)
+        cell_of_config[config_all] = cell_all
+    arch_counts = (
+        S.cell_config_counts(cell_of_config, bootstrap, seed)
+        if bootstrap > 0 and cell_of_config is not None
+        else None
+    )
+    p_counts = []
+    for s in range(V.SEEDS if p_boot > 0 else 0):
+        if pstat == V.TAU_ARCH:
+            assert cell_of_config is not None
+            p_counts.append(S.cell_config_counts(cell_of_config, p_boot, seed + s))
+        else:
+            p_counts.append(S.bootstrap_config_counts(n_conf, p_boot, seed + s))
     return Setup(
         axes, level, bootstrap, missing, g_all, codes_all, n_all, n_axis, config_all, n_conf,
-        pstat, primary_names, p_boot, counts, p_counts,
+        pstat, primary_names, p_boot, counts, p_counts, cell_all, arch_counts,
     )  # fmt: skip
+
+
+def cells_of(models: pd.DataFrame) -> np.ndarray | None:
+    """Each model's cell of tau_arch: one id per distinct (depth, width, n) (``S.CELL_AXES``
+    and the training-set size, a model without n in a cell of its own kind); None when the
+    models table lacks depth or width."""
+    if not all(a in models.columns for a in S.CELL_AXES):
+        return None
+    cols = [*S.CELL_AXES] + ([N_COLUMN] if N_COLUMN in models.columns else [])
+    return S.row_ids(axis_codes(models, cols))
+
+
+def _cells_ok(cell: np.ndarray, config: np.ndarray) -> int:
+    """Cells holding >= ``V.MIN_STRATUM_CONFIGURATIONS`` configurations."""
+    return sum(
+        int(np.unique(config[cell == c]).size >= V.MIN_STRATUM_CONFIGURATIONS)
+        for c in np.unique(cell)
+    )
+
+
+def _choose(primary: str, n_sizes: int, cells_ok: int, has_cells: bool) -> str:
+    """The primary statistic: ``tau_arch`` for ``primary`` "arch" (refused without depth and
+    width columns) or, with "auto", for a zoo ``V.designed_for_arch``; else tau_fixed_n or tau
+    (``V.primary_statistic``)."""
+    if primary == "arch" and not has_cells:
+        raise SpecboundError(
+            f"primary arch needs {' and '.join(S.CELL_AXES)} columns in the models table "
+            "(the cells of tau_arch); use primary standard"
+        )
+    if primary == "arch" or (
+        primary == "auto" and has_cells and V.designed_for_arch(n_sizes, cells_ok)
+    ):
+        return V.TAU_ARCH
+    return V.primary_statistic(n_sizes)
 
 
 def measure_row(models: pd.DataFrame, name: str, su: Setup) -> Evaluated:
@@ -137,10 +202,16 @@ def measure_row(models: pd.DataFrame, name: str, su: Setup) -> Evaluated:
     point = S.statistics(mu, g, design, np.ones((1, m)))
     cmi_min, cs = cmi(mu, g, codes) if m > 0 else (math.nan, None)
     boot, cmi_interval = _draws(mu, g, codes, design, cfg, cmi_min, su)
-    p_draw = None
-    if su.p_counts is not None and m > 0 and name in su.primary_names:
-        parts = _boot(mu, g, design, su.p_counts, cfg, su.n_conf)
-        p_draw = np.concatenate([getattr(p, su.pstat) for p in parts])
+    arch = None if su.cell_all is None else S.arch_cells(su.cell_all[ok])
+    p_draw: list[np.ndarray] = []
+    if m > 0 and name in su.primary_names:
+        for counts in su.p_counts:
+            if su.pstat == V.TAU_ARCH:
+                assert arch is not None
+                p_draw.append(_arch_boot(mu, g, arch, counts, cfg))
+            else:
+                parts = _boot(mu, g, design, counts, cfg, su.n_conf)
+                p_draw.append(np.concatenate([getattr(p, su.pstat) for p in parts]))
     row: dict[str, Any] = {
         "measure": name,
         "n_models": m,
@@ -148,6 +219,7 @@ def measure_row(models: pd.DataFrame, name: str, su: Setup) -> Evaluated:
     }
     info = Measure(row["n_configurations"], _strata_ok(design), _blind(mu, design, su.axes))
     _point_columns(row, point, boot, su)
+    _arch_columns(row, info, mu, g, arch, cfg, boot, su)
     row["cmi"] = cmi_min
     row["cmi_low"], row["cmi_high"] = cmi_interval
     axes = su.axes
@@ -211,6 +283,58 @@ def _point_columns(
             boot, key_a, su.level, row[key_a]
         )
         row[f"sign_error_{a}_pairs"] = int(point.sign_pairs[i][0])
+
+
+def _arch_boot(
+    mu: np.ndarray,
+    g: np.ndarray,
+    cells: tuple[np.ndarray, ...],
+    counts: np.ndarray,
+    cfg: np.ndarray,
+) -> np.ndarray:
+    """tau_arch on every resample of ``counts`` (configurations drawn within cells), in chunks."""
+    return np.concatenate(
+        [
+            S.tau_arch(mu, g, cells, cfg, counts[c][:, cfg], resample=True).tau_arch
+            for c in S.draw_chunks(mu.size, counts.shape[0])
+        ]
+    )
+
+
+def _arch_columns(
+    row: dict[str, Any],
+    info: Measure,
+    mu: np.ndarray,
+    g: np.ndarray,
+    cells: tuple[np.ndarray, ...] | None,
+    cfg: np.ndarray,
+    boot: dict[str, np.ndarray],
+    su: Setup,
+) -> None:
+    """tau_arch, its interval (configurations resampled within cells), the cells used and at the
+    ceiling; its draws into ``boot``, its evidence and blindness into ``info``."""
+    if cells is None or mu.size == 0:
+        row["tau_arch"] = row["tau_arch_low"] = row["tau_arch_high"] = math.nan
+        row["tau_arch_cells"] = row["tau_arch_ceiling"] = 0
+        info.blind["tau_arch"] = "without depth and width there are no cells of tau_arch"
+        return
+    pt = S.tau_arch(mu, g, cells, cfg, np.ones((1, mu.size)))
+    row["tau_arch"] = float(pt.tau_arch[0])
+    row["tau_arch_cells"], row["tau_arch_ceiling"] = pt.cells_used, pt.cells_at_ceiling
+    if su.arch_counts is not None:
+        boot["tau_arch"] = _arch_boot(mu, g, cells, su.arch_counts, cfg)
+    row["tau_arch_low"], row["tau_arch_high"] = _interval(
+        boot, "tau_arch", su.level, row["tau_arch"]
+    )
+    info.n_cells_ok = sum(
+        int(np.unique(cfg[idx]).size >= V.MIN_STRATUM_CONFIGURATIONS) for idx in cells
+    )
+    sized = [idx for idx in cells if idx.size >= 2]
+    info.blind["tau_arch"] = (
+        "constant within every cell of depth x width x n (at the rank ceiling)"
+        if sized and all(np.unique(mu[idx]).size == 1 for idx in sized)
+        else ""
+    )
 
 
 def _blind(mu: np.ndarray, design: S.Design, axes: Sequence[str]) -> dict[str, str]:

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 EMPTY_SET = "(none)"
 #: The statistics with bootstrap intervals, and compared in differences.csv.
 INTERVAL_STATS = ("kendall_tau", "psi", "tau_fixed_n", "psi_fixed_n")
+#: Every statistic compared in differences.csv: those above and, protocol v4, tau_arch (its
+#: draws resample configurations within cells of depth x width x n).
+COMPARED_STATS = (*INTERVAL_STATS, "tau_arch")
 #: The trivial baselines every measure is compared with (when present).
 BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
 #: The suffix of the bound forms log10 B - 1/2 log10 n.
@@ -39,7 +42,13 @@ DIFFERENCE_COLUMNS = [
     "q_bh",
     "verdict",
     "evidence",
+    "verdict_stable",
+    "p_seeds",
+    "low_seeds",
+    "high_seeds",
 ]
+#: The columns of differences.csv a difference is computed with (before its verdicts).
+COMPUTED_COLUMNS = DIFFERENCE_COLUMNS[:10]
 #: ``bootstrap`` beyond this is refused (memory and time grow linearly with it).
 MAX_BOOTSTRAP = 100_000
 N_COLUMN = "train_size"
@@ -76,6 +85,7 @@ def correlation_columns(axes: Sequence[str]) -> list[str]:
         cols += [f"psi_{a}", f"psi_{a}_groups", f"psi_{a}_pairs"]
     for st in ("tau_fixed_n", "psi_fixed_n"):
         cols += [st, f"{st}_low", f"{st}_high"]
+    cols += ["tau_arch", "tau_arch_low", "tau_arch_high", "tau_arch_cells", "tau_arch_ceiling"]
     cols += ["cmi", "cmi_low", "cmi_high", "cmi_axes", "sign_error"]
     for a in axes:
         cols += [f"sign_error_{a}", f"sign_error_{a}_low", f"sign_error_{a}_high"]

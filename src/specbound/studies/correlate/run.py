@@ -129,6 +129,7 @@ def correlate(
     data_measures: bool = False,
     on_data: Callable[[str], None] | None = None,
     data_workers: int = 1,
+    primary: str = "auto",
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -149,12 +150,14 @@ def correlate(
     line per model of the data measures; ``data_workers``: processes computing them
     (``data.check_workers``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
     needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
-    the values do not depend on it). Output
-    schema: :mod:`.result`.
+    the values do not depend on it). ``primary``: the primary family (``table.check_primary``:
+    ``auto``, A1-A3 on tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``).
+    Output schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
     )
+    prep.primary = T.check_primary(primary)
     eng = resolve(engine, engine_options)  # after every other check, before any work
     swept = _sweep(
         prep, eng, cache, device, on_model, analyzer, state_dir=state_dir, on_resume=on_resume
@@ -184,6 +187,7 @@ class _Prepared:
     seed: int
     level: float
     data_workers: int
+    primary: str = "auto"
 
 
 @dataclass
@@ -379,6 +383,7 @@ def _assemble(
         seed=prep.seed,
         level=prep.level,
         missing=missing,
+        primary=prep.primary,
     )
     notes = []
     if default_axes:

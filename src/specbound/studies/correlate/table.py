@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 from .rules import (  # noqa: F401 (re-exported: the names of table.py)
     BASELINES,
+    COMPARED_STATS,
+    COMPUTED_COLUMNS,
     DIFFERENCE_COLUMNS,
     EMPTY_SET,
     INTERVAL_STATS,
@@ -83,12 +85,15 @@ def correlation_study(
     seed: int = 0,
     level: float = 0.95,
     missing: Sequence[str] = (),
+    primary: str = "auto",
 ) -> Tables:
     """Every measure's row of correlation.csv and its differences (module doc).
 
     ``bootstrap``: 0 (point estimates only: no intervals, no p-values, every verdict
     "insufficient evidence") or 200..MAX_BOOTSTRAP. ``missing``: the grid's configurations
-    without a usable model, named beside every verdict."""
+    without a usable model, named beside every verdict. ``primary``: ``auto`` (A1-A3 on tau_arch
+    for a zoo designed for it, ``verdicts.designed_for_arch``; else P1-P3), ``arch`` or
+    ``standard``."""
     import pandas as pd
 
     axes = list(axes)
@@ -98,14 +103,15 @@ def correlation_study(
             raise SpecboundError(f"the models table has no column '{c}'")
     bootstrap, seed = check_bootstrap(bootstrap, seed)
     level = check_level(level)
+    primary = check_primary(primary)
     su = R.setup(
         models, measures, axes, gap=gap, bootstrap=bootstrap, seed=seed, level=level,
-        missing=missing,
+        missing=missing, primary=primary,
     )  # fmt: skip
     rows, draws, p_draws, info = [], {}, {}, {}
     for name in measures:
         ev = R.measure_row(models, name, su)
-        if ev.p_draw is not None:
+        if ev.p_draw:
             p_draws[name] = ev.p_draw
         draws[name] = ev.boot
         info[name] = ev.info
@@ -116,6 +122,13 @@ def correlation_study(
     diffs = with_verdicts(prim, expl, info, bootstrap, su.p_boot, missing)
     notes = degenerate_notes(models, axes, su.n_all, su.config_all, bootstrap, corr)
     return Tables(corr, diffs, notes, su.n_conf, su.pstat, su.p_boot, missing)
+
+
+def check_primary(primary: Any) -> str:
+    """``primary`` as one of ``verdicts.PRIMARY_CHOICES`` (one-line error otherwise)."""
+    from ...validation import check_choice
+
+    return str(check_choice(primary, "primary", V.PRIMARY_CHOICES))
 
 
 def correlation_table(
@@ -168,22 +181,26 @@ def differences(
     corr: pd.DataFrame, draws: dict[str, dict[str, np.ndarray]], level: float = 0.95
 ) -> pd.DataFrame:
     """The exploratory rows of differences.csv: for every measure and statistic of
-    ``INTERVAL_STATS``, delta = the measure's point estimate - the other's, with the percentile
-    interval of the paired per-draw differences (widened to hold delta), the number ``B`` of
-    draws where the difference is defined and its bootstrap ``p``, against each baseline of
-    ``BASELINES`` present and the best other measure (the largest point estimate of that
-    statistic among the others; for the fixed-n statistics the measure's own ``_per_sqrt_n``
-    form, or its raw form, is not an other: inside a stratum of equal n the two are the same
-    ranking; nor is a measure whose point estimate and bootstrap draws equal this one's, such
-    as both forms when n is constant). ``family`` is ``exploratory``; the adjusted figures and
+    ``COMPARED_STATS`` (tau_arch only when some measure has a cell of it), delta = the measure's
+    point estimate - the other's, with the percentile interval of the paired per-draw differences
+    (widened to hold delta), the number ``B`` of draws where the difference is defined and its
+    bootstrap ``p``, against each baseline of ``BASELINES`` present and the best other measure (the
+    largest point estimate of that statistic among the others; for the fixed-n statistics the
+    measure's own ``_per_sqrt_n`` form, or its raw form, is not an other: inside a stratum of equal
+    n the two are the same ranking; nor is a measure whose point estimate and bootstrap draws equal
+    this one's, such as both forms when n is constant). ``family`` is ``exploratory``; the adjusted
+    figures and
     verdicts come from :func:`with_verdicts`."""
     import pandas as pd
 
     names = list(corr["measure"])
     point = corr.set_index("measure")
+    # tau_arch is compared only in a zoo where some cell of depth x width x n gives it a value
+    used = pd.to_numeric(corr.get("tau_arch_cells", pd.Series(dtype=float)), errors="coerce")
+    stats = [s for s in COMPARED_STATS if s != "tau_arch" or bool((used > 0).any())]
     rows = []
     for name in names:
-        for st in INTERVAL_STATS:
+        for st in stats:
             others = [o for o in names if o != name]
             versus = [b for b in BASELINES if b in others]
             vals = {o: float(point.loc[o, st]) for o in others}
@@ -205,26 +222,40 @@ def differences(
                     delta, draws.get(name, {}).get(st), draws.get(o, {}).get(st), level
                 )
                 rows.append([name, o, st, delta, lo, hi, V.EXPLORATORY, "", b, p])
-    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS[:10])
+    return pd.DataFrame(rows, columns=COMPUTED_COLUMNS)
+
+
+def _joined(values: Sequence[float]) -> str:
+    """Seed figures as one cell: ``;``-joined, full precision (``nan`` where undefined)."""
+    return ";".join(repr(float(v)) for v in values)
+
+
+def split_seeds(cell: Any) -> list[float]:
+    """The figures of a ``*_seeds`` cell of differences.csv ([] when empty or missing)."""
+    if not isinstance(cell, str) or not cell.strip():
+        return []
+    return [float(x) for x in cell.split(";")]
 
 
 def primary_differences(
     corr: pd.DataFrame,
-    draws: dict[str, np.ndarray],
+    draws: dict[str, list[np.ndarray]],
     statistic: str,
     level: float = 0.95,
     measures: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """The primary rows (P1-P3 of ``verdicts.PRIMARY_CONTRASTS``) on ``statistic``, from their
-    own draws (``draws[measure]``: the statistic on each resample). A contrast is written when
-    both its measures are among ``measures`` (default: the measures of ``corr``; ``correlate``
-    always has them), even where the exploratory rows would not compare them."""
+    """The primary rows (P1-P3, or A1-A3 on ``tau_arch``: ``verdicts.primary_contrasts``) on
+    ``statistic``, from their own draws (``draws[measure][s]``: the statistic on each resample
+    of bootstrap seed ``seed + s``). A contrast is written when both its measures are among
+    ``measures`` (default: the measures of ``corr``; ``correlate`` always has them), even where
+    the exploratory rows would not compare them. ``low``, ``high``, ``B`` and ``p`` are the
+    first seed's; ``p_seeds``, ``low_seeds`` and ``high_seeds`` hold every seed's, in order."""
     import pandas as pd
 
     point = corr.set_index("measure")
     have = set(corr["measure"]) if measures is None else set(measures)
     rows = []
-    for cid, a, b in V.PRIMARY_CONTRASTS:
+    for cid, a, b in V.primary_contrasts(statistic):
         if a not in have or b not in have:
             continue
         delta = (
@@ -232,9 +263,19 @@ def primary_differences(
             if a in point.index and b in point.index
             else math.nan
         )
-        lo, hi, n, p = _paired(delta, draws.get(a), draws.get(b), level)
-        rows.append([a, b, statistic, delta, lo, hi, V.PRIMARY, cid, n, p])
-    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS[:10])
+        none: list[np.ndarray | None] = [None]
+        da: list[np.ndarray | None] = list(draws.get(a) or none)
+        db: list[np.ndarray | None] = list(draws.get(b) or none)
+        per = [_paired(delta, x, y, level) for x, y in zip(da, db, strict=False)]
+        lo, hi, n, p = per[0]
+        rows.append(
+            [
+                *[a, b, statistic, delta, lo, hi, V.PRIMARY, cid, n, p],
+                *[_joined([q[j] for q in per]) for j in (3, 0, 1)],
+            ]
+        )
+    cols = [*COMPUTED_COLUMNS, "p_seeds", "low_seeds", "high_seeds"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _comparable(row: dict[str, Any], info: dict[str, R.Measure]) -> str:
@@ -261,7 +302,11 @@ def with_verdicts(
 ) -> pd.DataFrame:
     """differences.csv: the primary rows first (an exploratory row of the same measure, versus
     and statistic is dropped), ``p_holm`` over the primary rows, ``q_bh`` over the
-    exploratory rows, and every row's ``verdict`` and ``evidence`` (``verdicts``)."""
+    exploratory rows, and every row's ``verdict`` and ``evidence`` (``verdicts``). Protocol v4:
+    a primary row's Monte Carlo error is that of its Holm figure (``verdicts.holm_mc_errors``)
+    and its verdict is recomputed under each bootstrap seed of ``p_seeds`` (Holm over the
+    primary rows of that seed); ``verdict_stable`` is yes when every seed gives the same word,
+    and a row whose words differ is "borderline" (``verdicts.stable_verdicts``)."""
     import pandas as pd
 
     keys = set(zip(primary["measure"], primary["versus"], primary["statistic"], strict=True))
@@ -273,12 +318,10 @@ def with_verdicts(
     ]
     exploratory = exploratory[keep]
     frames = [f for f in (primary, exploratory) if len(f)]
-    d = (
-        pd.concat(frames, ignore_index=True)
-        if frames
-        else pd.DataFrame(columns=DIFFERENCE_COLUMNS[:10])
-    )
+    d = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COMPUTED_COLUMNS)
     d = d.reset_index(drop=True)
+    for c in ("p_seeds", "low_seeds", "high_seeds"):
+        d[c] = d[c].fillna("") if c in d.columns else ""
     prim = (d["family"] == V.PRIMARY).to_numpy(bool)
     p = pd.to_numeric(d["p"], errors="coerce").to_numpy(float)
     p_holm = np.full(len(d), np.nan)
@@ -286,55 +329,120 @@ def with_verdicts(
     p_holm[prim] = V.holm(p[prim])
     q_bh[~prim] = V.bh(p[~prim])
     d["p_holm"], d["q_bh"] = p_holm, q_bh
-    words, evidence = [], []
-    for i, r in enumerate(d.to_dict("records")):
-        a, b, st = r["measure"], r["versus"], r["statistic"]
-        n_conf = min((info[x].n_configurations for x in (a, b) if x in info), default=0)
-        strata = min((info[x].n_strata_ok for x in (a, b) if x in info), default=0)
-        asked = primary_bootstrap if prim[i] else bootstrap
-        n_draws = int(r["B"])
-        why = _comparable(r, info)
-        ev = V.evidence(
-            B=asked,
-            n_configurations=n_conf,
-            statistic=st,
-            n_strata_ok=strata,
-            missing=missing,
-        )
-        if n_draws < asked:
-            ev = f"{ev}; the difference is defined on {n_draws} of the {asked} draws"
-        lacks = V.insufficient(
-            bootstrap=asked, n_configurations=n_conf, statistic=st, n_strata_ok=strata
-        )
-        if bootstrap < V.MIN_VERDICT_BOOTSTRAP or lacks:
-            # no bootstrap (point estimates only), a study asked for fewer draws than verdicts
-            # need (the primary rows' own 10000 do not lift that), too few configurations or
-            # strata: never a verdict
-            word = V.INSUFFICIENT
-            if bootstrap < V.MIN_VERDICT_BOOTSTRAP:
-                ev = f"{ev}; bootstrap {bootstrap} < {V.MIN_VERDICT_BOOTSTRAP}"
-        elif why:
-            word = V.NOT_COMPARABLE
-        elif n_draws < V.MIN_BOOTSTRAP:  # defined on too few draws
-            word = V.INSUFFICIENT
-        else:
-            word = V.verdict(
-                estimate=float(r["delta"]),
-                low=float(r["low"]),
-                high=float(r["high"]),
-                p_adj=float(p_holm[i] if prim[i] else q_bh[i]),
-                p=float(p[i]),
-                B=asked,
-                defined=n_draws,
-                n_configurations=n_conf,
-                n_strata_ok=strata,
-                statistic=st,
-                comparable=not why,
-            )
-        if why:
-            ev = f"{ev}; not comparable: {why}"
-        words.append(word)
+    records = d.to_dict("records")
+    gates, evidence = [], []
+    for i, r in enumerate(records):
+        gate, ev = _gate(r, info, primary_bootstrap if prim[i] else bootstrap, bootstrap, missing)
+        gates.append(gate)
         evidence.append(ev)
-    d["verdict"], d["evidence"] = words, evidence
+    words: list[str] = [""] * len(d)
+    for i in np.flatnonzero(~prim).tolist():
+        words[i] = gates[i] or _word(records[i], float(q_bh[i]), float(p[i]), None, bootstrap)
+    stable = [""] * len(d)
+    idx = np.flatnonzero(prim).tolist()
+    if idx:
+        seeds = max(len(split_seeds(records[i]["p_seeds"])) or 1 for i in idx)
+        runs = []
+        for s in range(seeds):
+            ps = np.array([_seed(records[i], "p_seeds", s, float(p[i])) for i in idx])
+            b = np.array([max(int(records[i]["B"]), 1) for i in idx], dtype=float)
+            hs, mcs = V.holm(ps), V.holm_mc_errors(ps, b)
+            runs.append(
+                [
+                    gates[i]
+                    or _word(
+                        records[i],
+                        float(hs[k]),
+                        float(ps[k]),
+                        float(mcs[k]),
+                        primary_bootstrap,
+                        low=_seed(records[i], "low_seeds", s, float(records[i]["low"])),
+                        high=_seed(records[i], "high_seeds", s, float(records[i]["high"])),
+                    )
+                    for k, i in enumerate(idx)
+                ]
+            )
+        final, ok = V.stable_verdicts(runs)
+        for k, i in enumerate(idx):
+            words[i] = final[k]
+            stable[i] = "yes" if ok[k] else "no"
+            if not ok[k]:
+                seen = ", ".join(run[k] for run in runs)
+                evidence[i] = f"{evidence[i]}; verdict differs between bootstrap seeds: {seen}"
+    d["verdict"], d["evidence"], d["verdict_stable"] = words, evidence, stable
     d["B"] = d["B"].astype(int)
     return d[DIFFERENCE_COLUMNS]
+
+
+def _seed(r: dict[str, Any], column: str, s: int, default: float) -> float:
+    """Seed ``s``'s figure of ``r[column]`` (``default`` when the row has none)."""
+    vals = split_seeds(r.get(column))
+    return vals[s] if s < len(vals) else default
+
+
+def _gate(
+    r: dict[str, Any],
+    info: dict[str, R.Measure],
+    asked: int,
+    bootstrap: int,
+    missing: Sequence[str],
+) -> tuple[str, str]:
+    """(the word a row gets whatever its p-values, "" when they decide it; its evidence)."""
+    a, b, st = r["measure"], r["versus"], r["statistic"]
+    n_conf = min((info[x].n_configurations for x in (a, b) if x in info), default=0)
+    if st == V.TAU_ARCH:
+        strata = min((info[x].n_cells_ok for x in (a, b) if x in info), default=0)
+    else:
+        strata = min((info[x].n_strata_ok for x in (a, b) if x in info), default=0)
+    n_draws = int(r["B"])
+    why = _comparable(r, info)
+    ev = V.evidence(
+        B=asked, n_configurations=n_conf, statistic=st, n_strata_ok=strata, missing=missing
+    )
+    if n_draws < asked:
+        ev = f"{ev}; the difference is defined on {n_draws} of the {asked} draws"
+    lacks = V.insufficient(
+        bootstrap=asked, n_configurations=n_conf, statistic=st, n_strata_ok=strata
+    )
+    word = ""
+    if bootstrap < V.MIN_VERDICT_BOOTSTRAP or lacks:
+        # no bootstrap (point estimates only), a study asked for fewer draws than verdicts
+        # need (the primary rows' own 10000 do not lift that), too few configurations or
+        # strata: never a verdict
+        word = V.INSUFFICIENT
+        if bootstrap < V.MIN_VERDICT_BOOTSTRAP:
+            ev = f"{ev}; bootstrap {bootstrap} < {V.MIN_VERDICT_BOOTSTRAP}"
+    elif why:
+        word = V.NOT_COMPARABLE
+    elif n_draws < V.MIN_BOOTSTRAP:  # defined on too few draws
+        word = V.INSUFFICIENT
+    if why:
+        ev = f"{ev}; not comparable: {why}"
+    return word, ev
+
+
+def _word(
+    r: dict[str, Any],
+    p_adj: float,
+    p: float,
+    mc: float | None,
+    asked: int,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+) -> str:
+    """The verdict of a row that passed :func:`_gate`, from its adjusted figure (and, protocol
+    v4, that figure's Monte Carlo error ``mc``)."""
+    return V.verdict(
+        estimate=float(r["delta"]),
+        low=float(r["low"]) if low is None else low,
+        high=float(r["high"]) if high is None else high,
+        p_adj=p_adj,
+        p=p,
+        B=asked,
+        defined=int(r["B"]),
+        n_configurations=V.MIN_CONFIGURATIONS,  # the gate already checked the evidence
+        n_strata_ok=V.MIN_STRATA,
+        statistic=str(r["statistic"]),
+        mc=mc,
+    )

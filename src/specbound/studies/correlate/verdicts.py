@@ -1,4 +1,5 @@
-"""From statistics to verdicts (SPEC 10, protocol v3): pure functions, no pandas, no files.
+"""From statistics to verdicts (SPEC 10, protocol v3 as amended by v4): pure functions, no
+pandas, no files.
 
 - :func:`bootstrap_p`: the bootstrap p-value of a difference from its paired draws;
 - :func:`holm`, :func:`bh`: Holm's step-down adjustment and Benjamini-Hochberg q-values
@@ -16,10 +17,17 @@ The rules, in the order they are applied:
 3. a comparison that cannot mean anything (a baseline constant on every group of an axis, a
    measure undefined within fixed n): "not comparable";
 4. no adjusted p or no interval: "undetermined";
-5. |p_adj - alpha| <= 2 x the Monte Carlo error of p_adj: "borderline";
+5. |p_adj - alpha| <= 2 x the Monte Carlo error of p_adj: "borderline" (protocol v4: the error
+   of the adjusted figure itself; for Holm, p_holm = k p_j of the row j that attains it, with
+   error k sqrt(p_j (1 - p_j) / B): :func:`holm_mc_errors`);
 6. p_adj < alpha and the interval excludes 0: "better" when the difference favours the
    measure (delta > 0 on tau-like statistics, where larger is better), else "worse";
 7. otherwise "undetermined".
+
+Protocol v4 (:func:`stable_verdicts`): a primary row's verdict is recomputed under
+:data:`SEEDS` bootstrap seeds (seed, seed + 1, ..., seed + 4, each with its own B draws, its own
+Holm adjustment over the family); ``verdict_stable`` is yes when the words agree, and a row whose
+words differ is "borderline".
 """
 
 from __future__ import annotations
@@ -63,6 +71,19 @@ PRIMARY_CONTRASTS = (
     ("P2", "spectrum_adaptive", "num_parameters"),
     ("P3", "norm_based", "num_parameters"),
 )
+#: The primary contrasts of a zoo designed for tau_arch (protocol v4): (id, measure, versus).
+ARCH_CONTRASTS = (
+    ("A1", "spectrum_adaptive", "norm_based"),
+    ("A2", "spectrum_adaptive", "log_spectral_product"),
+    ("A3", "spectrum_adaptive", "distance_from_init"),
+)
+#: The within-architecture statistic (protocol v4).
+TAU_ARCH = "tau_arch"
+#: Bootstrap seeds a primary verdict must survive (protocol v4).
+SEEDS = 5
+#: The choices of ``primary``: ``auto`` (arch for a zoo designed for tau_arch, module
+#: :func:`designed_for_arch`), ``arch`` (A1-A3 on tau_arch) or ``standard`` (P1-P3).
+PRIMARY_CHOICES = ("auto", "arch", "standard")
 #: Statistics where a smaller value is the better one (every other one: larger is better).
 SMALLER_IS_BETTER = frozenset({"sign_error", "sign_error_robust"})
 
@@ -71,6 +92,19 @@ def primary_statistic(n_sizes: int) -> str:
     """The statistic of the primary contrasts: ``tau_fixed_n`` when the training-set size
     takes >= 2 values, else ``kendall_tau``."""
     return "tau_fixed_n" if n_sizes >= 2 else "kendall_tau"
+
+
+def designed_for_arch(n_sizes: int, cells_ok: int) -> bool:
+    """A zoo is designed for tau_arch (protocol v4) when its training-set size is fixed
+    (``n_sizes`` <= 1 distinct values) and at least :data:`MIN_STRATA` cells of equal depth and
+    width hold >= :data:`MIN_STRATUM_CONFIGURATIONS` configurations each (several learning
+    rates, weight decays, ...: ``cells_ok``), the evidence tau_arch verdicts need."""
+    return n_sizes <= 1 and cells_ok >= MIN_STRATA
+
+
+def primary_contrasts(statistic: str) -> tuple[tuple[str, str, str], ...]:
+    """A1-A3 on ``tau_arch``, else P1-P3."""
+    return ARCH_CONTRASTS if statistic == TAU_ARCH else PRIMARY_CONTRASTS
 
 
 def check_bootstrap(bootstrap: Any, name: str = "bootstrap") -> int:
@@ -152,6 +186,46 @@ def adjusted_mc_error(p_adj: float, bootstrap: int, p: float | None = None) -> f
     return mc_error(p_adj, bootstrap)
 
 
+def holm_mc_errors(
+    p: Sequence[float] | np.ndarray, bootstrap: float | Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """The Monte Carlo error of each Holm-adjusted figure (protocol v4). Sorted ascending,
+    p_holm_(i) = max over j <= i of min(1, (m - j + 1) p_(j)); the figure is that of the row j
+    attaining the maximum, so its error is (m - j + 1) sqrt(p_(j) (1 - p_(j)) / B) (0 where the
+    figure is capped at 1, which no draw can move below it). ``bootstrap``: B, one for all rows
+    or one per row (the draws behind each p; the attaining row's is used). NaN in, NaN out."""
+    arr, ok, v = _finite(p)
+    out = np.full(arr.shape, np.nan)
+    m = v.size
+    b_all = np.broadcast_to(np.asarray(bootstrap, dtype=float), arr.shape)[ok]
+    if m == 0 or not np.all(b_all > 0):
+        return out
+    order = np.argsort(v, kind="stable")
+    k = (m - np.arange(m)).astype(float)
+    raw = k * v[order]
+    adj = np.minimum(1.0, raw)
+    at = np.zeros(m, dtype=np.int64)  # the index (in sorted order) attaining each running max
+    for i in range(1, m):
+        at[i] = i if adj[i] >= adj[at[i - 1]] else at[i - 1]
+    q = np.clip(v[order][at], 0.0, 1.0)
+    err = k[at] * np.sqrt(q * (1.0 - q) / b_all[order][at])
+    err[raw[at] >= 1.0] = 0.0
+    out[ok[order]] = err
+    return out
+
+
+def stable_verdicts(words: Sequence[Sequence[str]]) -> tuple[list[str], list[bool]]:
+    """Protocol v4: ``words[s][i]`` is row i's verdict under bootstrap seed s (s = 0 the
+    reported one). Returns each row's verdict (its seed-0 word when every seed agrees, else
+    "borderline") and whether it is stable."""
+    if not words:
+        return [], []
+    rows = len(words[0])
+    stable = [all(w[i] == words[0][i] for w in words) for i in range(rows)]
+    final = [words[0][i] if stable[i] else BORDERLINE for i in range(rows)]
+    return final, stable
+
+
 def _short(v: float) -> str:
     """3 significant digits (never rounds a small p or endpoint to 0)."""
     if not math.isfinite(v):
@@ -177,6 +251,11 @@ def insufficient(
             f"{n_strata_ok or 0} < {MIN_STRATA} strata of n with >= "
             f"{MIN_STRATUM_CONFIGURATIONS} configurations"
         )
+    if statistic == TAU_ARCH and (n_strata_ok or 0) < MIN_STRATA:
+        lacks.append(
+            f"{n_strata_ok or 0} < {MIN_STRATA} cells of depth x width x n with >= "
+            f"{MIN_STRATUM_CONFIGURATIONS} configurations"
+        )
     return lacks
 
 
@@ -194,6 +273,7 @@ def verdict(
     alpha: float = ALPHA,
     p: float | None = None,
     defined: int | None = None,
+    mc: float | None = None,
 ) -> str:
     """The verdict word of one difference (measure - versus) on ``statistic`` (module doc).
 
@@ -203,7 +283,8 @@ def verdict(
     ``comparable``: False when the comparison cannot mean anything; ``p``: the raw p-value,
     when given the Monte Carlo error of ``p_adj`` is that of p scaled by the adjustment;
     ``defined``: the draws where the difference is defined (the B of p and of its Monte Carlo
-    error; default ``B``).
+    error; default ``B``); ``mc``: the Monte Carlo error of ``p_adj`` when known (protocol v4,
+    :func:`holm_mc_errors`), which replaces the scaled error of p.
     """
     check_bootstrap(B, "B")
     if insufficient(
@@ -217,7 +298,8 @@ def verdict(
         return NOT_COMPARABLE
     if not all(math.isfinite(x) for x in (estimate, low, high, p_adj)):
         return UNDETERMINED
-    if abs(p_adj - alpha) <= 2.0 * adjusted_mc_error(p_adj, defined or B, p):
+    err = mc if mc is not None and math.isfinite(mc) else adjusted_mc_error(p_adj, defined or B, p)
+    if abs(p_adj - alpha) <= 2.0 * err:
         return BORDERLINE
     if p_adj < alpha and (low > 0 or high < 0):
         favours = estimate < 0 if statistic in SMALLER_IS_BETTER else estimate > 0
@@ -242,6 +324,11 @@ def evidence(
     if statistic == "tau_fixed_n":
         parts.append(
             f"{n_strata_ok or 0} strata of n with >= {MIN_STRATUM_CONFIGURATIONS} configurations"
+        )
+    if statistic == TAU_ARCH:
+        parts.append(
+            f"{n_strata_ok or 0} cells of depth x width x n with >= "
+            f"{MIN_STRATUM_CONFIGURATIONS} configurations"
         )
     count = len(missing) if n_missing is None else int(n_missing)
     if count:
