@@ -115,6 +115,11 @@ def _primary_with_nan() -> pd.DataFrame:
     p["replicated"] = p["replicated"].astype(object)
     p.loc[1, "replicated"] = "yes"
     p.loc[2, "contrast"] = "[bold]P3[/bold]"  # rich markup in a user-derived cell
+    for col, value in (("independence", "family"), ("overlaps", ""), ("shared_models", 0)):
+        if col not in p:  # protocol v4 columns (a v3 primary.csv lacks them)
+            p[col] = value
+    if "verdict_stable" not in p:
+        p["verdict_stable"] = "yes"
     return p
 
 
