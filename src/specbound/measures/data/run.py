@@ -127,7 +127,7 @@ def compute(
     notes: dict[str, str] = {}
     details: dict[str, dict[str, Any]] = {}
     with evaluation(model, params) as saved:
-        acc0 = accuracy(model, ex)
+        acc0 = accuracy(model, ex, finite=True)
         for name in names:
             if name not in SEARCH:
                 continue
