@@ -152,7 +152,10 @@ def correlate(
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:
-            sys.stderr.write(f"[{i}/{n}] {name}" + (f": skipped: {error}" if error else "") + "\n")
+            from ..naming import printable
+
+            line = f"{name}" + (f": skipped: {error}" if error else "")
+            sys.stderr.write(f"[{i}/{n}] {printable(line)}\n")
 
     def progress_line(line: str) -> None:
         sys.stderr.write(line + "\n")
