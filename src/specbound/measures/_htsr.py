@@ -8,10 +8,10 @@ t = n - i + 1), the Clauset-Shalizi-Newman maximum-likelihood fit and its Kolmog
     D_i     = max_{j >= i} | 1 - (lambda_j / lambda_i)^(1 - alpha_i) - (j - i) / t |
 
 (D_i is taken as 1, its largest possible value, when alpha_i <= 1 or alpha_i = inf: a tail of
-equal eigenvalues, as in orthogonal weights; D is None when no candidate has 1 < alpha_i < inf.) alpha(W) = alpha_i at the
-first i minimizing D_i, as WeightWatcher 0.7.7 computes its default ``alpha``. The fits of a
-model's raw weights are computed once per ``MeasureInput`` (``weight_fits``) and shared by
-``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
+equal eigenvalues, as in orthogonal weights; D is None when no candidate has 1 < alpha_i < inf.)
+alpha(W) = alpha_i at the first i minimizing D_i, as WeightWatcher 0.7.7 computes its default
+``alpha``. The fits of a model's raw weights are computed once per ``MeasureInput``
+(``weight_fits``) and shared by ``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
 
 Fit quality (``fit_quality``; weights.csv ``htsr_fit`` and ``htsr_fit_reason``), checked in
 this order:
