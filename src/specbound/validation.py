@@ -37,6 +37,7 @@ from .errors import Param, SpecboundError, SpecboundTypeError, SpecboundValueErr
 T = TypeVar("T")
 
 __all__ = [
+    "WORKERS",
     "Boolean",
     "Constraint",
     "Constraints",
@@ -53,6 +54,7 @@ __all__ = [
     "check_param",
     "check_params",
     "check_real",
+    "max_processes",
     "validate_fields",
     "validate_params",
 ]
@@ -391,6 +393,17 @@ class Satisfies(Constraint):
 
 
 Constraints = Mapping[str, Sequence["Constraint | None"]]
+
+
+def max_processes() -> int:
+    """The most worker processes (or threads) accepted anywhere: 4 x the usable CPUs."""
+    from .engines.processes import usable_cpus
+
+    return 4 * usable_cpus()
+
+
+#: A number of worker processes: an int in 1..``max_processes()`` (read at each check).
+WORKERS: Sequence[Constraint | None] = (Interval(int, 1, max_processes),)
 
 
 def check_param(value: Any, name: str, constraints: Sequence[Constraint | None]) -> Any:

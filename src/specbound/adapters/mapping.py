@@ -299,7 +299,7 @@ class MappingAdapter(Adapter):
                 f"('{extra[0]}'); set num_layers to the number of stored blocks"
             )
 
-    def check_blocks(self) -> None:
+    def verify_blocks(self) -> None:
         self._check_depth()
 
     def _check_tensors(self) -> None:

@@ -154,7 +154,7 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
         elif name == "width" and v > 65536:
             problem = "must be <= 65536"
         elif name == task.size_axis:
-            problem = task.check_size(v)
+            problem = task.size_problem(v)
         if problem:
             raise SpecboundError(f"{where}: axis '{name}' value {v!r}: {problem}")
         if v in out:

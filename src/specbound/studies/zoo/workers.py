@@ -37,8 +37,7 @@ from ...engines.processes import (
     stop_processes,
     usable_cpus,
 )
-from ...validation import check_int
-from .plan import max_threads
+from ...validation import WORKERS, check_param
 
 
 def default_workers(device: str = "cpu", threads: int = 1) -> int:
@@ -46,11 +45,6 @@ def default_workers(device: str = "cpu", threads: int = 1) -> int:
     if str(device).startswith("cuda"):
         return 1
     return max(1, usable_cpus() // max(1, threads))
-
-
-def check_workers(workers: Any) -> int:
-    """``workers`` as an int in 1..``max_threads()`` (4 x the CPUs), else a one-line error."""
-    return check_int(workers, "workers", min=1, max=max_threads())
 
 
 def remove_temps(models: Path) -> None:
@@ -80,7 +74,7 @@ class ProcessPool:
     distributed = True
 
     def __init__(self, workers: int) -> None:
-        self.workers = check_workers(workers)
+        self.workers = check_param(workers, "workers", WORKERS)
         self._pool: Any = None
 
     def spectra_fn(self, **_: Any) -> None:
