@@ -149,8 +149,8 @@ def test_validate_params_normalises() -> None:
 @pytest.mark.parametrize(
     ("kw", "exc", "message"),
     [
-        ({"n": 0}, SpecboundValueError, "n must be >= 1, got 0"),
-        ({"n": 11}, SpecboundValueError, "n must be <= 10, got 11"),
+        ({"n": 0}, SpecboundValueError, "n must be an integer >= 1, got 0"),
+        ({"n": 11}, SpecboundValueError, "n must be an integer <= 10, got 11"),
         ({"n": "3"}, SpecboundTypeError, "n must be an integer, got '3' (str)"),
         ({"n": 3.0}, SpecboundTypeError, "n must be an integer, got 3.0 (float)"),
         (
