@@ -45,8 +45,21 @@ def test_tempbalance_by_hand():
     f = tempbalance_factors([2.0, 3.0, 4.0, np.nan], 0.5, 1.5)
     np.testing.assert_allclose(f, [0.5, 1.0, 1.5, 1.0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(tempbalance_factors([5.0, 5.0], 0.6, 1.2), [0.9, 0.9], atol=1e-15)
-    with pytest.raises(SpecboundError, match="lr_max"):
+    with pytest.raises(SpecboundError, match=r"^lr_max must be >= lr_min=1\.5, got 0\.5$"):
         tempbalance_factors([1.0], 1.5, 0.5)
+
+
+def test_cli_names_flags_not_parameters(tmp_path):
+    """``--lr-max must be >= lr_min`` named a Python parameter on the command line; --for and
+    --granularity are choices (refused before the model is read)."""
+    from specbound.layerwise import GRANULARITIES, METHODS
+
+    r = run_cli("layers", tmp_path / "none", "--for", "tempbalance", "--lr-min", "2")
+    assert r.one_error_line() == "error: --lr-max must be >= --lr-min 2, got 1.5"
+    r = run_cli("layers", tmp_path / "none", "--for", "nope")
+    assert "'nope' is not one of " + ", ".join(f"'{m}'" for m in METHODS) in r.one_error_line()
+    r = run_cli("layers", tmp_path / "none", "--for", "alphapruning", "--granularity", "x")
+    assert "is not one of " + ", ".join(f"'{g}'" for g in GRANULARITIES) in r.one_error_line()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,20 @@ import numpy as np
 import pytest
 
 from specbound.errors import SpecboundError, SpecboundTypeError, SpecboundValueError
-from specbound.validation import check_bool, check_choice, check_int, check_real
+from specbound.validation import (
+    Boolean,
+    Interval,
+    Names,
+    Options,
+    PathLike,
+    check_bool,
+    check_choice,
+    check_int,
+    check_param,
+    check_real,
+    validate_fields,
+    validate_params,
+)
 
 
 @pytest.mark.parametrize("v", [3, np.int64(3), np.int32(3), np.uint8(3), np.int8(3)])
@@ -107,3 +120,95 @@ def test_choice() -> None:
         check_choice(1, "gap", ["acc", "loss"])
     with pytest.raises(SpecboundValueError):
         check_choice([1], "k", (1, 2))  # unhashable: not a choice, no crash
+
+
+# --- the declarative form ---------------------------------------------------------------------
+
+
+@validate_params(
+    {
+        "n": [Interval(int, 1, 10)],
+        "every": [Options("auto"), Interval(int, 1)],
+        "names": [None, Names(["a", "b"])],
+        "out": [None, PathLike()],
+        "flag": [Boolean()],
+    }
+)
+def _f(n: int, every: object = "auto", names: object = None, out: object = None, flag=False):
+    return n, every, names, out, flag
+
+
+def test_validate_params_normalises() -> None:
+    assert _f(np.int64(3)) == (3, "auto", None, None, False)
+    assert type(_f(np.int64(3))[0]) is int
+    assert _f(10, every=np.int32(2), names="a", flag=np.bool_(True)) == (10, 2, ["a"], None, True)
+    assert _f(1, names=("b", "a"))[2] == ["b", "a"]
+    assert _f(1, names="a, b")[2] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("kw", "exc", "message"),
+    [
+        ({"n": 0}, SpecboundValueError, "n must be an integer >= 1, got 0"),
+        ({"n": 11}, SpecboundValueError, "n must be an integer <= 10, got 11"),
+        ({"n": "3"}, SpecboundTypeError, "n must be an integer, got '3' (str)"),
+        ({"n": 3.0}, SpecboundTypeError, "n must be an integer, got 3.0 (float)"),
+        (
+            {"n": 1, "every": 0},
+            SpecboundValueError,
+            "every must be 'auto' or an integer >= 1, got 0 (int)",
+        ),
+        (
+            {"n": 1, "every": "x"},
+            SpecboundValueError,
+            "every must be 'auto' or an integer >= 1, got 'x' (str)",
+        ),
+        ({"n": 1, "names": "c"}, SpecboundValueError, "names: unknown name 'c'; choose from a, b"),
+        ({"n": 1, "names": 3}, SpecboundTypeError, "names must be a list of names, got 3 (int)"),
+        ({"n": 1, "out": ""}, SpecboundValueError, "out must be a non-empty path, got ''"),
+        ({"n": 1, "flag": 1}, SpecboundTypeError, "flag must be True or False, got 1 (int)"),
+    ],
+)
+def test_validate_params_refuses(kw: dict, exc: type, message: str) -> None:
+    with pytest.raises(exc) as info:
+        _f(**kw)
+    assert str(info.value).startswith(message), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_validate_params_keeps_the_signature_and_refuses_unknown_parameters() -> None:
+    import inspect
+
+    assert list(inspect.signature(_f).parameters) == ["n", "every", "names", "out", "flag"]
+    with pytest.raises(TypeError, match="no parameter 'm'"):
+        validate_params({"m": [Boolean()]})(lambda n: n)
+
+
+def test_interval_ends() -> None:
+    c = [Interval(float, 0.0, 1.0, closed="neither")]
+    for bad in (0.0, 1.0, math.nan, math.inf):
+        with pytest.raises(SpecboundValueError):
+            check_param(bad, "x", c)
+    assert check_param(0.5, "x", c) == 0.5
+    assert check_param(1, "x", [Interval(int, 0, 2, closed="neither")]) == 1
+    for bad in (0, 2):
+        with pytest.raises(SpecboundValueError):
+            check_param(bad, "x", [Interval(int, 0, 2, closed="neither")])
+    assert check_param(3.0, "x", [Interval(int, 1, whole_floats=True)]) == 3
+    with pytest.raises(SpecboundTypeError):
+        check_param(2.5, "x", [Interval(int, 1, whole_floats=True)])
+
+
+def test_validate_fields_sets_normalised_values() -> None:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class C:
+        names: object
+
+        def __post_init__(self) -> None:
+            validate_fields(self, {"names": [Names()]})
+
+    assert C("x").names == ["x"]
+    with pytest.raises(SpecboundTypeError, match="names must be a list of names"):
+        C(3)

@@ -21,13 +21,15 @@ from .core import ModelSpec
 from .errors import Param, SpecboundError
 from .io.files import json_safe
 from .linalg.model import (
+    DEVICE,
     Progress,
     check_device,
     compute_all_spectra,
     compute_distance,
 )
 from .linalg.spectra import Spectra
-from .measures.bounds import BoundDetails, Bounds, compute_bounds
+from .measures import measure_names
+from .measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
 from .tables import (
     MATRIX_COLUMNS,
     WEIGHT_COLUMNS,
@@ -35,6 +37,7 @@ from .tables import (
     matrix_columns,
     weight_columns,
 )
+from .validation import Boolean, IsCallable, Names, Text, check_param, validate_params
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -378,6 +381,19 @@ def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: A
     return init_adapter
 
 
+@validate_params(
+    {
+        "l_phi": (None, *L_PHI),
+        "grid_m": GRID_M,
+        "device": DEVICE,
+        "cache": (Boolean(),),
+        "progress": (None, IsCallable()),
+        "name": (None, Text()),
+        "measures": (None, Names(measure_names, what="measure")),
+        "prefix": (None, Text(empty=True)),
+        "spectra_fn": (None, IsCallable()),
+    }
+)
 def analyze(
     model: Any,
     *,
@@ -412,13 +428,8 @@ def analyze(
     from .adapters.registry import adapter_for
     from .io.checkpoint import load_checkpoint
     from .measures import get_measure, needs_weight_spectra, resolve_names
-    from .measures.bounds import check_grid_m, check_l_phi
 
-    # options first (SpecboundError), before any reading or cache lookup
-    grid_m = check_grid_m(grid_m)
-    if l_phi is not None:
-        l_phi = check_l_phi(l_phi)
-    check_device(device)
+    # options are checked first (@validate_params), before any reading or cache lookup
     choice = None if measures is None else resolve_names(measures)
     needing_init = [n for n in choice or () if get_measure(n).needs_init]
     if needing_init and init is None:
@@ -434,7 +445,7 @@ def analyze(
     spec = adapter.spec()
     init_adapter = _init_adapter(init, ckpt, spec, mapping, prefix) if init is not None else None
     if l_phi is None:
-        l_phi = check_l_phi(spec.l_phi)
+        l_phi = check_param(spec.l_phi, "l_phi", L_PHI)
 
     want_weights = needs_weight_spectra(choice)
     cached = None

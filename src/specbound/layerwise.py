@@ -115,7 +115,9 @@ def tempbalance_factors(
     s1 = check_real(lr_min, "lr_min", min=0.0, include_min=False)
     s2 = check_real(lr_max, "lr_max", min=0.0, include_min=False)
     if s2 < s1:
-        raise SpecboundError(Param("lr_max"), f" must be >= lr_min = {s1:g}, got {s2:g}")
+        raise SpecboundError(
+            Param("lr_max"), " must be >= ", Param("lr_min", f"{s1:g}"), f", got {s2:g}"
+        )
     a = np.asarray(alpha, dtype=np.float64)
     mapped = np.isfinite(a)
     out = np.ones(a.shape)

@@ -8,6 +8,18 @@ from collections.abc import Sequence
 from typing import Any
 
 _DIGITS = re.compile(r"(\d+)")
+#: C0 controls, DEL and C1 controls (ESC starts an ANSI sequence, CR overwrites a line).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: Any, *, layout: bool = False) -> str:
+    """``str(text)`` with every control character written as a visible escape (``\\x1b``,
+    ``\\r``, ``\\x9b``): a model path holding ANSI sequences cannot recolour, move or clear
+    the terminal. ``layout=True`` keeps newlines and tabs (a table cell's own line breaks).
+    The one helper for user-derived text printed to a terminal (tables and ``error:`` lines)."""
+    pattern = _CONTROL_BUT_LAYOUT if layout else _CONTROL
+    return pattern.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
 def natural_key(text: str) -> tuple[Any, ...]:

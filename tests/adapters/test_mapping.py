@@ -195,6 +195,27 @@ def test_mapping_file_errors(tmp_path):
         MappingAdapter.from_spec(ckpt, bad)
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "needle"),
+    [
+        ("dup.yaml", "arch: a\nroles: {}\narch: b\n", "key 'arch' appears twice (lines 1 and 3)"),
+        ("nested.yaml", "roles:\n  qkv: x\n  qkv: y\n", "key 'qkv' appears twice (lines 2 and 3)"),
+        ("dup.json", '{"roles": {}, "roles": {}}', "has the key 'roles' twice"),
+    ],
+)
+def test_mapping_file_refuses_a_duplicate_key(tmp_path, name, text, needle):
+    """Plain YAML / json.loads kept the last value silently; config.json and grid files refuse
+    a key given twice, and so does a mapping file (the same loaders)."""
+    path, _, _ = tinynet(tmp_path)
+    ckpt = load_checkpoint(str(path))
+    bad = tmp_path / name
+    bad.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        MappingAdapter.from_spec(ckpt, bad)
+    assert needle in str(e.value) and str(bad) in str(e.value)
+    assert "\n" not in str(e.value)
+
+
 def test_per_head_split_with_grouped_kv():
     h, kv, d, n = 6, 2, 3, 5
     g = h // kv

@@ -160,3 +160,23 @@ def test_a_full_disk_is_one_line_naming_the_path(tmp_path, monkeypatch):
     line = r.one_error_line()
     assert r.code == 1 and "no space left on device" in line and str(tmp_path / "c") in line
     assert cache_cli is not None
+
+
+def test_report_options_without_report_are_refused(tmp_path):
+    """--figure-formats and --esd only shape report.html: without --report they were silently
+    ignored. Refused at once (before the model is read), naming the flag."""
+    for args in (("--figure-formats", "png"), ("--esd", "all"), ("--figure-formats", "svg")):
+        r = run_cli("analyze", tmp_path / "missing", *args, "--out", tmp_path / "o")
+        line = r.one_error_line()
+        assert r.code == 2 and f"error: {args[0]} sets report.html's figures: add --report" in line
+        assert not (tmp_path / "o").exists()
+    r = run_cli("analyze", tmp_path / "missing", "--esd", "bogus")
+    assert r.code == 2 and "'bogus' is not one of 'all', 'worst', 'none'" in r.one_error_line()
+
+
+def test_control_characters_of_a_path_are_escaped_in_the_error_line(tmp_path):
+    """A model path holding ANSI escapes (\\x1b[2J clears the screen) reached the terminal raw."""
+    r = run_cli("analyze", str(tmp_path / "m\x1b[2J\x1b[31mred\x07\x9b"))
+    line = r.one_error_line()
+    assert "m\\x1b[2J\\x1b[31mred\\x07\\x9b" in line
+    assert not any(c in line for c in "\x1b\x07\x9b")

@@ -145,3 +145,20 @@ def test_cli_device_error_exit_2(tmp_path, monkeypatch) -> None:
     assert r.exit_code == 2
     out = r.output.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("error:") and "device" in out[0]
+
+
+@pytest.mark.skipif(CUDA, reason="a CUDA GPU is present")
+def test_cli_device_error_names_the_flag(tmp_path) -> None:
+    """The library says ``device='cuda'``; the CLI said ``use device='cpu'`` too (a Python
+    parameter on the command line): it writes ``--device`` now."""
+    from tests.support.checkpoints import write_tiny_bert
+    from tests.support.cli_runner import run_cli
+
+    m = write_tiny_bert(tmp_path / "m")
+    line = run_cli("analyze", str(m), "--device", "cuda").one_error_line()
+    assert line.startswith("error: --device 'cuda' requested but no CUDA GPU")
+    assert line.endswith("; use --device cpu or numpy") and "device=" not in line
+    with pytest.raises(
+        SpecboundError, match=r"^device='cuda' requested .*; use device=cpu or numpy$"
+    ):
+        resolve_device("cuda")

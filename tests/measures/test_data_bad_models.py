@@ -50,6 +50,29 @@ def test_data_measures_refuse_non_finite_inputs_naming_the_batch():
         data_measures(_tiny(), [(inf, y)], measures="sharpness")
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("measure", ["pacbayes_flatness", "inverse_margin"])
+def test_data_measures_refuse_non_finite_logits_naming_the_batch(bad, measure):
+    """A logits function returning NaN gave numbers (flatness 0.25): refused, naming the batch
+    (batches[0] holds no examples, so the chunks' batch is 2, not their index 1)."""
+    x, y = torch.randn(8, 4), torch.arange(8) % 3
+
+    def logits_fn(model, inputs):
+        out = model(inputs)
+        if inputs[0, 0] == x2[0, 0]:
+            out = out.clone()
+            out[1, 0] = bad
+        return out
+
+    x2 = x + 1.0
+    empty = (torch.zeros(0, 4), torch.zeros(0, dtype=torch.long))
+    batches = [empty, (x, y), (x2, y)]
+    with pytest.raises(SpecboundError) as e:
+        data_measures(_tiny(), batches, measures=measure, logits_fn=logits_fn)
+    assert str(e.value).startswith("batches[2]: the model's logits hold NaN or inf")
+    assert "\n" not in str(e.value)
+
+
 def test_data_measures_refuse_non_finite_weights_naming_the_tensor():
     m = _tiny()
     with torch.no_grad():

@@ -196,3 +196,88 @@ def test_scale_models_csv_counts_the_ok_fits(minilm_fits):
     assert row["htsr_fits"] == 36 and row["htsr_alpha_fits_used"] == 31
     assert row["htsr_alpha_ok"] == minilm_fits.htsr_fit_summary()["htsr_alpha_ok"]
     assert row["htsr_alpha"] == minilm_fits.measures["htsr_alpha"]  # SPEC 9's mean, unchanged
+
+
+def _brute_fit(lam: list[float]) -> tuple[float | None, float]:
+    """CSN fit by plain loops (fractions of math, no numpy): candidates with 1 < alpha < inf,
+    the first minimising D; (None, 1.0) when there is none."""
+    lam = sorted(lam)
+    n = len(lam)
+    best: tuple[float, float | None] = (1.0, None)
+    for i in range(n - 1):
+        t = n - i
+        s = sum(math.log(lam[j] / lam[i]) for j in range(i, n))
+        if s <= 0:
+            continue  # a tail of equal eigenvalues: alpha_i = inf, undefined
+        a = 1 + t / s
+        if a <= 1:
+            continue
+        d = max(abs(1 - (lam[j] / lam[i]) ** (1 - a) - (j - i) / t) for j in range(i, n))
+        if d < best[0]:
+            best = (d, a)
+    return best[1], best[0]
+
+
+@pytest.mark.parametrize("n", [20, 64])
+def test_equal_eigenvalues_are_no_fit_and_no_warning(n):
+    """Orthogonal / permutation weights: every eigenvalue is 1. alpha_i = inf made inf * 0 =
+    NaN (a numpy RuntimeWarning on every analysis) and argmin picked the NaN."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = power_law_fit(np.ones(n))
+    assert f.alpha is None and f.D is None and f.num_eigenvalues == n
+    assert fit_quality(f)[0] == "poor"
+
+
+def test_a_tie_at_the_top_does_not_hide_the_fit():
+    """The two largest eigenvalues equal: that one candidate is undefined, the others are not
+    (before, its NaN D won the argmin and the whole fit came out undefined)."""
+    import warnings
+
+    q = 1.0 - np.arange(60) / 60.0
+    lam = list(q ** (-1.0 / 1.5))
+    lam[-1] = lam[-2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = power_law_fit(np.array(lam))
+    alpha, d = _brute_fit(lam)
+    assert alpha is not None and f.alpha is not None and f.D is not None
+    assert f.alpha == pytest.approx(alpha, rel=1e-9)
+    ks = f.D
+    assert ks == pytest.approx(d, abs=1e-9)
+
+
+def test_permutation_weights_analyze_silently(tmp_path):
+    """A checkpoint of permutation matrices (orthogonal, all singular values 1) analyzes without
+    a numpy RuntimeWarning (one per matrix before)."""
+    import warnings
+
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(0)
+    h, f_, layers = 32, 64, 2
+
+    def perm(rows: int, cols: int) -> np.ndarray:
+        k = max(rows, cols)
+        return np.eye(k, dtype=np.float32)[rng.permutation(k)][:rows, :cols]
+
+    sd = {}
+    for l in range(layers):
+        p = f"encoder.layer.{l}."
+        for name in ("query", "key", "value"):
+            sd[p + f"attention.self.{name}.weight"] = perm(h, h)
+        sd[p + "attention.output.dense.weight"] = perm(h, h)
+        sd[p + "intermediate.dense.weight"] = perm(f_, h)
+        sd[p + "output.dense.weight"] = perm(h, f_)
+    d = tmp_path / "perm"
+    d.mkdir()
+    save_file(sd, str(d / "model.safetensors"))
+    cfg = {"model_type": "bert", "num_hidden_layers": layers, "hidden_size": h}
+    cfg |= {"num_attention_heads": 2, "intermediate_size": f_, "hidden_act": "gelu"}
+    (d / "config.json").write_text(json.dumps(cfg))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = analyze(str(d), cache=False)
+    assert all(v is None or math.isfinite(v) for v in a.measures.values())

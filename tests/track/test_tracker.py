@@ -394,8 +394,16 @@ def test_tracker_config_is_the_keyword_form(tmp_path):
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"every": 0}, "every must be a positive integer or 'auto', got 0"),
-        ({"every": True}, "every must be a positive integer or 'auto', got True"),
+        ({"every": 0}, r"^every must be 'auto' or an integer >= 1, got 0 \(int\)$"),
+        ({"every": True}, r"^every must be 'auto' or an integer >= 1, got True \(bool\)$"),
+        ({"l_phi": -1}, r"^l_phi must be > 0, got -1"),
+        ({"grid_m": 0}, r"^grid_m must be an integer >= 1, got 0$"),
+        ({"grid_m": 20000}, r"^grid_m must be an integer <= 10000, got 20000$"),
+        ({"device": "tpu"}, r"device='tpu'"),
+        ({"measures": "htsr_alpha,nope"}, r"^measures: unknown measure 'nope'; choose from "),
+        ({"measures": 3}, r"^measures must be a list of measures, got 3 \(int\)$"),
+        ({"tensorboard": "no"}, r"^tensorboard must be True or False, got 'no'"),
+        ({"data_options": 3}, r"^data_options must be a dict, got 3"),
         ({"budget": 0.0}, "budget"),
         ({"strict": 1}, "strict must be True or False, got 1"),
         ({"resume": "yes"}, "resume must be True or False"),
@@ -405,6 +413,31 @@ def test_tracker_config_checks_when_made(tmp_path, kw, match):
     with pytest.raises(SpecboundError, match=match):
         TrackerConfig(out=tmp_path, **kw)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tracker_config_refuses_an_empty_out():
+    # out='' was the current directory: a track.csv written wherever the script ran
+    with pytest.raises(SpecboundError, match=r"^out must be a non-empty path, got ''$"):
+        TrackerConfig(out="")
+
+
+def test_tracker_config_takes_one_measure_name_as_a_string(tmp_path):
+    # a bare string was iterated into letters: "unknown measure 'h'"
+    cfg = TrackerConfig(out=tmp_path, measures="htsr_alpha", data_measures="inverse_margin")
+    assert cfg.measures == ["htsr_alpha"]
+    assert cfg.data_measures == ["inverse_margin"]
+    cfg = TrackerConfig(out=tmp_path, measures=("htsr_alpha", "frobenius_sum"))
+    assert cfg.measures == ["htsr_alpha", "frobenius_sum"]
+
+
+@pytest.mark.parametrize("step", ["3", 3.0, None, True])
+def test_step_must_be_an_integer(tmp_path, step):
+    t = Tracker(tiny_bert(), every=1, out=tmp_path, measures=["frobenius_sum"], tensorboard=False)
+    with pytest.raises(SpecboundError, match=r"^step must be an integer, got "):
+        t.step(step)
+    with pytest.raises(SpecboundError, match=r"^step must be an integer, got "):
+        t.evaluate(step)
+    assert t.step(np.int64(2)) is not None  # numpy integers are integers
 
 
 def test_metric_clashing_with_a_column(tmp_path):

@@ -53,7 +53,7 @@ class AlbertAdapter(PatternAdapter):
             ),
         )
 
-    def check_blocks(self) -> None:
+    def verify_blocks(self) -> None:
         """Groups 0..G-1 and, in group 0, layers 0..inner-1 are stored, and no more."""
         _, groups, inner = self._sizes()
         self.check_stack(groups, "num_hidden_groups", lambda g: self._roles_at(g, 0, g))

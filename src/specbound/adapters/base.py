@@ -105,7 +105,7 @@ class Adapter:
         """The first of ``keys`` present in config.json (the first key when none is)."""
         return next((k for k in keys if self.config.get(k) is not None), keys[0])
 
-    def check_blocks(self) -> None:
+    def verify_blocks(self) -> None:
         """Block L-1 is stored and block L is not (by tensor names), before any spectral work.
 
         L is the config's layer count (``layer_keys``); a wrong count is a one-line ConfigError

@@ -33,7 +33,6 @@ exist when the mapping is loaded.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ import numpy as np
 
 from ..errors import ConfigError, Param
 from ..io.checkpoint import Checkpoint, check_regular_file
+from ..io.files import DuplicateKeyError, load_yaml, parse_json
 from .base import (
     GATED_NOTE,
     GQA_NOTE,
@@ -88,16 +88,16 @@ def load_mapping(mapping: str | os.PathLike[str] | dict[str, Any]) -> tuple[dict
         raise ConfigError(f"mapping file {name} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read mapping file {name}: {exc}") from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as exc:  # yaml.YAMLError, json.JSONDecodeError
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"mapping file {name} is not valid YAML/JSON ({first})") from None
+    if path.suffix.lower() == ".json":
+        data = parse_json(text, f"mapping file {name}", ConfigError)  # duplicate keys refused
+    else:
+        try:
+            data = load_yaml(text)  # duplicate keys refused, as in config.json and grid files
+        except DuplicateKeyError as exc:
+            raise ConfigError(f"mapping file {name}: {exc}; keep one of them") from None
+        except Exception as exc:  # yaml.YAMLError
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"mapping file {name} is not valid YAML/JSON ({first})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"mapping file {name} must hold a mapping of keys (see README)")
     return data, name
@@ -299,7 +299,7 @@ class MappingAdapter(Adapter):
                 f"('{extra[0]}'); set num_layers to the number of stored blocks"
             )
 
-    def check_blocks(self) -> None:
+    def verify_blocks(self) -> None:
         self._check_depth()
 
     def _check_tensors(self) -> None:

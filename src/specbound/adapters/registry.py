@@ -76,7 +76,7 @@ def get_adapter(checkpoint: Checkpoint, prefix: str | None = None) -> Adapter:
             ", see README)",
         )
     adapter = cls(checkpoint, prefix=prefix)
-    adapter.check_blocks()  # before any spectral work: a wrong or huge layer count fails here
+    adapter.verify_blocks()  # before any spectral work: a wrong or huge layer count fails here
     return adapter
 
 

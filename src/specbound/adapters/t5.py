@@ -75,7 +75,7 @@ class T5Adapter(PatternAdapter):
             adaptations=tuple(notes),
         )
 
-    def check_blocks(self) -> None:
+    def verify_blocks(self) -> None:
         """Encoder blocks 0..L_e-1 (and decoder blocks 0..L_d-1 when present), no more."""
         enc, dec = self._stacks()
         self.check_stack(

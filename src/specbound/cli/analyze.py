@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from .app import Command, app, fail, handle_errors
+from .app import Command, app, fail, given_on_command_line, handle_errors
 from .common import make_engine, print_json, progress_bar, resolve_model
 from .options import (
     DEFAULT_ENGINE,
@@ -56,7 +56,7 @@ def analyze(
         bool, typer.Option("--report", help="Also write report.html into --out.")
     ] = False,
     esd: Annotated[
-        str,
+        Literal["all", "worst", "none"],
         typer.Option(
             "--esd",
             help="With --report: the raw weight matrices whose ESD (eigenvalues of W^T W, "
@@ -92,8 +92,10 @@ def analyze(
 
     eng = make_engine(engine, ray_address)
 
-    if esd not in ("all", "worst", "none"):
-        fail(f"--esd {esd}: expected all, worst or none")
+    if not report:  # options of report.html alone were silently ignored without it
+        for name, flag in (("figure_formats", "--figure-formats"), ("esd", "--esd")):
+            if given_on_command_line(name):
+                fail(f"{flag} sets report.html's figures: add --report (and --out DIR) or drop it")
     if report and out is None:
         fail("--report needs --out DIR to write report.html into")
     formats = check_figure_formats(figure_formats)

@@ -99,7 +99,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _error_line(message: str) -> None:
-    sys.stderr.write(f"error: {' '.join(str(message).split())}\n")
+    from ..naming import printable  # a path's ANSI escapes are shown, not obeyed
+
+    sys.stderr.write(f"error: {printable(' '.join(str(message).split()))}\n")
     sys.stderr.flush()
 
 
@@ -131,6 +133,16 @@ FLAGS: dict[str, str] = {
     "threads": "--threads",
     "workers": "--workers",
 }
+
+
+def given_on_command_line(name: str) -> bool:
+    """Whether the running command's option ``name`` (its Python name) was given by the user
+    (not its default): for options that only mean something beside another one."""
+    ctx = get_current_context(silent=True)
+    source = None if ctx is None else ctx.get_parameter_source(name)
+    # by name: typer's vendored click has its own ParameterSource enum
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
 
 #: Library parameter names -> the option of the command that sets them, where they differ.
 _PARAM_ALIASES = {"address": "ray_address", "ray_address": "ray_address", "gap_kind": "gap"}

@@ -69,7 +69,9 @@ def sweep_state(eng: Any, out: Path, quiet: bool) -> dict[str, Any]:
 
     def resumed(name: str) -> None:
         if not quiet:
-            sys.stderr.write(f"resumed {name} (finished earlier)\n")
+            from ..naming import printable
+
+            sys.stderr.write(f"resumed {printable(name)} (finished earlier)\n")
 
     return {"state_dir": state_dir_for(out), "on_resume": resumed}
 

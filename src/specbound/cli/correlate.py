@@ -137,7 +137,7 @@ def correlate(
     source = manifest if manifest is not None else zoos[0]
     from ..studies.correlate.verdicts import check_bootstrap
 
-    check_bootstrap(bootstrap, "--bootstrap")
+    check_bootstrap(bootstrap)  # before the engine starts: Param -> --bootstrap
     from ..studies.correlate.table import check_primary
 
     check_primary(primary)
@@ -145,16 +145,9 @@ def correlate(
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
-        from ..errors import SpecboundError
-        from ..studies.correlate.data import check_workers, max_workers
+        from ..validation import WORKERS, check_param
 
-        try:
-            check_workers(data_workers)
-        except SpecboundError:
-            fail(
-                f"--data-workers {data_workers}: expected an integer in 1..{max_workers()} "
-                "(4 x the CPUs)"
-            )
+        check_param(data_workers, "data_workers", WORKERS)  # Param -> --data-workers
     elif data_measures:
         from ..studies.correlate.data import default_workers
 
@@ -170,7 +163,10 @@ def correlate(
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:
-            sys.stderr.write(f"[{i}/{n}] {name}" + (f": skipped: {error}" if error else "") + "\n")
+            from ..naming import printable
+
+            line = f"{name}" + (f": skipped: {error}" if error else "")
+            sys.stderr.write(f"[{i}/{n}] {printable(line)}\n")
 
     def progress_line(line: str) -> None:
         sys.stderr.write(line + "\n")

@@ -4,7 +4,7 @@ a layerwise method from the HTSR fits (``specbound.layerwise``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -47,7 +47,7 @@ def _check_out(out: Path, header: str, model: str) -> None:
 def layers_command(
     model: Model,
     method: Annotated[
-        str,
+        Literal["alphapruning", "tempbalance"],
         typer.Option(
             "--for",
             help="alphapruning (layerwise sparsities, Lu et al. 2024) or tempbalance "
@@ -71,7 +71,7 @@ def layers_command(
         ),
     ] = 0.2,
     granularity: Annotated[
-        str,
+        Literal["layer", "matrix"],
         typer.Option(
             "--granularity",
             help="alphapruning: layer (one sparsity per layer from the mean alpha of its ok "
@@ -99,18 +99,13 @@ def layers_command(
     from ..io.files import atomic_file
     from ..layerwise import (
         ALPHAPRUNING_COLUMNS,
-        GRANULARITIES,
-        METHODS,
         TEMPBALANCE_COLUMNS,
         alphapruning_sparsities,
         layerwise,
         tempbalance_factors,
     )
 
-    if method not in METHODS:
-        fail(f"--for {method}: expected {' or '.join(METHODS)}")
-    if granularity not in GRANULARITIES:
-        fail(f"--granularity {granularity}: expected {' or '.join(GRANULARITIES)}")
+    # --for and --granularity are choices (typer refuses other values: one error line)
     # the options first, before any reading
     if method == "alphapruning":
         alphapruning_sparsities([], [], sparsity, epsilon)

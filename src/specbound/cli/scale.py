@@ -80,12 +80,14 @@ def run_study(
         if update is not None:
             update(i, n)
         elif not quiet:
-            from ..naming import short_path
+            from ..naming import printable, short_path
 
-            sys.stderr.write(f"[{i}/{n}] {short_path(name, 70)}\n")
+            sys.stderr.write(f"[{i}/{n}] {printable(short_path(name, 70))}\n")
 
     def skip(name: str, reason: str) -> None:
-        sys.stderr.write(f"warning: skipped {name}: {' '.join(reason.split())}\n")
+        from ..naming import printable
+
+        sys.stderr.write(f"warning: skipped {printable(name + ': ' + ' '.join(reason.split()))}\n")
 
     if bar is not None:
         bar.update(bar.task_ids[0], description="models")

@@ -3,7 +3,7 @@ strict JSON in (no duplicate keys) and out (no NaN/Infinity tokens), atomic sing
 
 Readers: :func:`check_regular_file` (a FIFO would block forever, a directory is no file),
 :func:`read_small_file` (at most ``MAX_JSON_BYTES``), :func:`parse_json` (duplicate keys
-refused; one-line errors naming the file).
+refused; one-line errors naming the file), :func:`load_yaml` (duplicate keys refused too).
 
 Writers: :func:`json_safe` / :func:`dumps_json` / :func:`write_json`
 never emit ``NaN`` or ``Infinity`` (invalid JSON): a non-finite float is written ``null``; where
@@ -72,6 +72,33 @@ def parse_json(text: str | bytes, what: str, error: type[SpecboundError] = Check
     except ValueError as exc:
         first = (str(exc).strip().splitlines() or ["invalid JSON"])[0]
         raise error(f"{what} is not valid JSON ({first}); fix or re-download it") from None
+
+
+class DuplicateKeyError(ValueError):
+    """A YAML mapping names a key twice (the message names the key and both lines)."""
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` parsed as YAML by a ``yaml.SafeLoader`` that refuses a key given twice in one
+    mapping (plain YAML keeps the last one silently): :class:`DuplicateKeyError`, naming the
+    key and both lines; invalid YAML: ``yaml.YAMLError``. Callers word the one-line error."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKeyError(f"key '{key}' appears twice (lines {seen[key]} and {line})")
+            seen[key] = line
+        return loader.construct_mapping(node, deep=deep)
+
+    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader subclass
 
 
 def check_regular_file(

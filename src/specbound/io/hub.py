@@ -153,6 +153,10 @@ def resolve_hub_id(repo_id: str, revision: str | None = None) -> Path:
 #: against the revisions that exist, e.g. OLMo's token count).
 REVISION_SCHEMES = {"pythia": "step{N}", "olmo": "step{N}-tokens{M}B"}
 
+#: Most revisions one ``--revisions`` range may name (Pythia has 154 checkpoints, OLMo a few
+#: hundred): ``pythia:0:100000000000:1`` is refused before any list is built.
+MAX_REVISIONS = 10_000
+
 
 def parse_revision_range(text: str) -> tuple[str, list[int]]:
     """``SCHEME:START:STOP[:STEP]`` or ``SCHEME:N1,N2,...`` -> (template, steps).
@@ -176,11 +180,20 @@ def parse_revision_range(text: str) -> tuple[str, list[int]]:
             if len(nums) not in (2, 3) or (len(nums) == 3 and nums[2] <= 0):
                 raise bad
             start, stop, step = nums[0], nums[1], nums[2] if len(nums) == 3 else 1
-            steps = list(range(start, stop + 1, step))
+            count = max(0, (stop - start) // step + 1)  # counted, not built (len(range) overflows)
+            numbers: range | list[int] = range(start, stop + 1, step)
         else:
-            steps = [int(x) for x in rest.split(",")]
+            numbers = [int(x) for x in rest.split(",")]
+            count = len(numbers)
     except ValueError:
         raise bad from None
+    if count > MAX_REVISIONS:  # before a list of 10^11 steps is built
+        raise CheckpointError(
+            Param("revisions", f"'{text}'"),
+            f" names {count:,} revisions, more than {MAX_REVISIONS:,}; raise STEP or "
+            "narrow START:STOP (e.g. pythia:0:143000:1000)",
+        )
+    steps = list(numbers)
     if not steps or min(steps) < 0:
         raise bad
     return template, steps

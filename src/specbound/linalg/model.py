@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import Param, SpecboundError
+from ..validation import Satisfies
 from .spectra import Spectra
 
 if TYPE_CHECKING:
@@ -35,6 +36,10 @@ def check_device(device: object) -> None:
     from .torch_backend import resolve_device
 
     resolve_device(device)
+
+
+#: ``device``'s constraints (:mod:`specbound.validation`): None (numpy) or a usable device.
+DEVICE = (None, Satisfies(check_device, "numpy, cpu, cuda or cuda:N"))
 
 
 def _spectra_function(device: str | None) -> Callable[..., Spectra]:

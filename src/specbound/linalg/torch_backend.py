@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..core import LayerWeights, ModelSpec
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError
 from .spectra import Spectra, _build, gram_is_accurate
 
 #: float64 entries per batch of explicit head products (bounds device memory: 256 MiB).
@@ -42,18 +42,21 @@ def resolve_device(device: str) -> Any:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
         raise SpecboundError(
-            f"unknown device '{device}'; use numpy (default), cpu or cuda"
+            "unknown ", Param("device", repr(device)), "; use numpy (default), cpu or cuda"
         ) from None
     if dev.type == "cpu":
         return dev
     if dev.type != "cuda":
         raise SpecboundError(
-            f"device '{device}' is not supported (spectra need float64); use numpy, cpu or cuda"
+            Param("device", repr(device)),
+            " is not supported (spectra need float64); use numpy, cpu or cuda",
         )
     if not torch.cuda.is_available():
         raise SpecboundError(
-            f"device '{device}' requested but no CUDA GPU is available to torch "
-            f"{torch.__version__}; use device='cpu' or 'numpy'"
+            Param("device", repr(device)),
+            f" requested but no CUDA GPU is available to torch {torch.__version__}; use ",
+            Param("device", "cpu"),
+            " or numpy",
         )
     if dev.index is not None and dev.index >= torch.cuda.device_count():
         raise SpecboundError(

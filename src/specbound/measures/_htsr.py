@@ -7,10 +7,11 @@ t = n - i + 1), the Clauset-Shalizi-Newman maximum-likelihood fit and its Kolmog
     alpha_i = 1 + t / sum_{j >= i} ln(lambda_j / lambda_i)
     D_i     = max_{j >= i} | 1 - (lambda_j / lambda_i)^(1 - alpha_i) - (j - i) / t |
 
-(D_i is taken as 1, its largest possible value, when alpha_i <= 1.) alpha(W) = alpha_i at the
-first i minimizing D_i, as WeightWatcher 0.7.7 computes its default ``alpha``. The fits of a
-model's raw weights are computed once per ``MeasureInput`` (``weight_fits``) and shared by
-``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
+(D_i is taken as 1, its largest possible value, when alpha_i <= 1 or alpha_i = inf: a tail of
+equal eigenvalues, as in orthogonal weights; D is None when no candidate has 1 < alpha_i < inf.)
+alpha(W) = alpha_i at the first i minimizing D_i, as WeightWatcher 0.7.7 computes its default
+``alpha``. The fits of a model's raw weights are computed once per ``MeasureInput``
+(``weight_fits``) and shared by ``htsr_alpha``, ``htsr_alpha_weighted`` and the weights table.
 
 Fit quality (``fit_quality``; weights.csv ``htsr_fit`` and ``htsr_fit_reason``), checked in
 this order:
@@ -103,7 +104,9 @@ def power_law_fit(
     with np.errstate(divide="ignore"):
         alphas = 1.0 + t / (tail_sum - t * x[:m])
     ds = np.ones(m)
-    ok = np.flatnonzero(alphas > 1.0)
+    # a tail of equal eigenvalues (orthogonal or permutation weights) has alpha_i = inf: no
+    # power law, D_i = 1 like alpha_i <= 1 (inf * 0 below would be NaN, and argmin picks a NaN)
+    ok = np.flatnonzero((alphas > 1.0) & np.isfinite(alphas))
     rows = max(1, min(_CHUNK_ROWS, _CHUNK_ENTRIES // n))
     for r0 in range(0, ok.size, rows):
         idx = ok[r0 : r0 + rows]
@@ -122,10 +125,11 @@ def power_law_fit(
         ds[idx] = d.max(axis=1)
     i = int(np.argmin(ds))
     alpha = float(alphas[i])
+    defined = math.isfinite(alpha) and alpha > 1.0  # else every candidate was undefined
     return PowerLawFit(
         alpha if math.isfinite(alpha) else None,
         float(lam[i]),
-        float(ds[i]),
+        float(ds[i]) if defined else None,
         int(n - i),
         lmax,
         n,

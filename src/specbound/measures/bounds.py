@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..linalg.spectra import Spectra
-from ..validation import check_int, check_real
+from ..validation import Interval, check_int, validate_params
 from . import norm_based, spectrum_adaptive
 from ._depth import depth_terms, log_alpha
 from ._logspace import LN10, S_FLOOR, logsumexp
@@ -29,14 +29,14 @@ from .spectrum_adaptive import (
 )
 
 __all__ = [
+    "GRID_M",
     "LN10",
+    "L_PHI",
     "MAX_GRID_M",
     "S_FLOOR",
     "BoundDetails",
     "BoundValue",
     "Bounds",
-    "check_grid_m",
-    "check_l_phi",
     "compute_bounds",
     "default_grid_m",
     "kept_singular_values",
@@ -52,23 +52,15 @@ __all__ = [
 MAX_GRID_M = 10_000
 
 
-def check_grid_m(grid_m: object) -> int | None:
-    """``grid_m`` as an int in [1, MAX_GRID_M] (None stays None); SpecboundError otherwise.
-
-    Integral floats (3.0) are accepted; 2.5, bools, strings, NaN are not (never truncated).
-    """
-    if grid_m is None:
-        return None
-    if isinstance(grid_m, (float, np.floating)) and float(grid_m).is_integer():
-        grid_m = int(grid_m)
-    return check_int(grid_m, "grid_m", min=1, max=MAX_GRID_M)
+#: ``grid_m``'s constraints (:mod:`specbound.validation`): None (the default) or an int in
+#: [1, MAX_GRID_M]; whole floats (3.0) are accepted, 2.5, bools, strings, NaN are not (never
+#: truncated).
+GRID_M = (None, Interval(int, 1, MAX_GRID_M, whole_floats=True))
+#: ``l_phi``'s constraint: a finite real > 0 (bools and strings refused).
+L_PHI = (Interval(float, 0.0, None, closed="right"),)
 
 
-def check_l_phi(l_phi: object) -> float:
-    """``l_phi`` as a finite float > 0; SpecboundError otherwise (bools and strings too)."""
-    return check_real(l_phi, "l_phi", min=0.0, include_min=False)
-
-
+@validate_params({"l_phi": L_PHI, "grid_m": GRID_M})
 def compute_bounds(
     spectra: Spectra,
     num_layers: int,
@@ -90,8 +82,6 @@ def compute_bounds(
             f"num_layers = {L} does not match the spectra, which cover layers "
             f"{present.tolist() if present.size <= 8 else f'{present[0]}..{present[-1]}'}"
         )
-    l_phi = check_l_phi(l_phi)
-    grid_m = check_grid_m(grid_m)
     m = default_grid_m(L, N) if grid_m is None else grid_m
     grid = p_grid(m)
 

@@ -108,10 +108,13 @@ def answer_lines(a: Analysis) -> list[str]:
 
 
 def escape(text: Any) -> str:
-    """``text`` safe to print through rich (no markup is interpreted)."""
+    """``text`` safe to print through rich: no markup is interpreted, and control characters
+    (ANSI escapes in a model path) are shown escaped (:func:`specbound.naming.printable`)."""
     from rich.markup import escape as _escape
 
-    return _escape(str(text))
+    from ..naming import printable
+
+    return _escape(printable(text, layout=True))
 
 
 def wrap_name(name: str, width: int) -> str:

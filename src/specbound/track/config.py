@@ -8,8 +8,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..errors import SpecboundError, SpecboundTypeError
-from ..validation import check_bool, check_int
+from ..errors import Param, SpecboundTypeError
+from ..validation import (
+    Boolean,
+    Constraints,
+    Interval,
+    Names,
+    Options,
+    PathLike,
+    Satisfies,
+    validate_fields,
+)
 
 __all__ = ["TrackerConfig", "tracker_config"]
 
@@ -30,8 +39,10 @@ class TrackerConfig:
     skipped); ``overwrite``: replace it; neither: an existing file with rows is refused.
     ``strict``: an evaluation that fails raises instead of one warning and an empty row.
 
-    ``every``, ``budget`` and the three flags are checked here (``SpecboundError``); the
-    measure names when the tracker is made.
+    Every field is checked when the config is made (``SpecboundError`` naming the field):
+    ``TrackerConfig(l_phi=-1)``, ``grid_m=0``, ``device="tpu"`` or ``out=""`` are refused
+    here, not found empty in every row. ``measures`` / ``data_measures`` may be one name as a
+    string (``"htsr_alpha"``, or comma-separated names); they are kept as lists.
     """
 
     out: str | os.PathLike[str]
@@ -51,19 +62,42 @@ class TrackerConfig:
     strict: bool = False
 
     def __post_init__(self) -> None:
-        every = self.every
-        if every != "auto":
-            try:
-                check_int(every, "every", min=1)
-            except SpecboundError as exc:
-                raise type(exc)(
-                    f"every must be a positive integer or 'auto', got {every!r}"
-                ) from None
-        budget = self.budget
-        if not (isinstance(budget, (int, float)) and 0 < budget < 1):
-            raise SpecboundError(f"budget must be a share of wall time in (0, 1), got {budget!r}")
-        for flag in ("resume", "overwrite", "strict"):
-            check_bool(getattr(self, flag), flag)
+        validate_fields(self, _constraints())
+
+
+def _constraints() -> Constraints:
+    """Each field's constraints (:mod:`specbound.validation`), checked when a config is made."""
+    from ..linalg.model import DEVICE
+    from ..measures import measure_names
+    from ..measures.bounds import GRID_M, L_PHI
+    from ..measures.data import data_measure_names
+
+    flag = (None, Boolean())
+    return {
+        "out": (PathLike(),),
+        "every": (Options("auto"), Interval(int, 1)),
+        "measures": (None, Names(measure_names, what="measure")),
+        "budget": (Interval(float, 0.0, 1.0, closed="neither"),),
+        "device": (Options("auto"), *DEVICE),
+        "l_phi": (None, *L_PHI),
+        "grid_m": GRID_M,
+        "tensorboard": flag,
+        "wandb": flag,
+        "trackio": flag,
+        "data_measures": (None, Names(data_measure_names, what="data measure")),
+        "data_options": (None, Satisfies(_mapping, "a dict of options")),
+        "resume": (Boolean(),),
+        "overwrite": (Boolean(),),
+        "strict": (Boolean(),),
+    }
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecboundTypeError(
+            Param("data_options"), f" must be a dict, got {value!r} ({type(value).__name__})"
+        )
+    return value
 
 
 _SETTINGS = frozenset(f.name for f in fields(TrackerConfig))

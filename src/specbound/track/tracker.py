@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..linalg.spectra import MATRIX_TYPES
+from ..validation import Interval, validate_params
 from .config import TrackerConfig, tracker_config
 from .live import analyze_live, find_model, live_state, model_device, weight_measures_for_margins
 from .sinks import make_sinks
@@ -31,6 +32,9 @@ from .trackfile import (
     TYPE_STATS,
     TrackFile,
 )
+
+#: ``step``'s constraint: an integer (numpy integers too; never "3" or 3.0).
+STEP = (Interval(int),)
 
 #: The tracker's clock (seconds); tests replace it with a fake one.
 _clock = time.perf_counter
@@ -195,11 +199,8 @@ class Tracker:
         self.model = model
         self.module = model if config is not None else find_model(model)
         self.config = config if config is not None else self.module.config
-        names = all_measure_names()
-        self.measures = list(names) if cfg.measures is None else list(cfg.measures)
-        unknown = [m for m in self.measures if m not in names]
-        if unknown:
-            raise SpecboundError(f"unknown measure '{unknown[0]}'; choose from {', '.join(names)}")
+        # the names were checked by TrackerConfig (a bare string is one name)
+        self.measures = all_measure_names() if cfg.measures is None else list(cfg.measures)
         self.strict = cfg.strict
         self.data_names: list[str] = []
         self.data_options: dict[str, Any] = {}
@@ -276,12 +277,14 @@ class Tracker:
             return self._next_step is None or step >= self._next_step
         return step % int(self.every) == 0
 
+    @validate_params({"step": STEP})
     def step(self, step: int, **metrics: Any) -> dict[str, Any] | None:
         """Call once per training step; evaluates (and returns the row) when due."""
         if self.due(step):
             return self.evaluate(step, **metrics)
         return None
 
+    @validate_params({"step": STEP})
     def evaluate(self, step: int, **metrics: Any) -> dict[str, Any]:
         """Evaluate the measures now and append the row."""
         return self.emit(self.compute(step), metrics)

@@ -235,7 +235,7 @@ def test_new_task_is_one_registration(tmp_path):
             x = torch.randint(0, 4, (20, 5), generator=g)
             return Data(x=x, y=x[:, 0].clone(), num_classes=4)
 
-        def check_size(self, size):
+        def size_problem(self, size):
             return None if 1 <= size < 20 else "1..19"
 
         def split(self, size, seed):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import SpecboundError
@@ -27,12 +27,14 @@ ASCENT_STEPS = 10
 @dataclass
 class Examples:
     """The training examples a data measure evaluates on: chunks of (inputs, labels) on the
-    model's device, ``m`` of them in all, and ``n`` the training-set size."""
+    model's device, ``m`` of them in all, and ``n`` the training-set size. ``batches``: the
+    index in the user's ``batches`` each chunk came from (for messages)."""
 
     chunks: list[tuple[Any, Any]]
     m: int
     n: int
     logits_fn: Callable[[Any, Any], Any] | None = None
+    batches: list[int] = field(default_factory=list)
 
 
 def _batch_size(inputs: Any, where: str) -> int:
@@ -116,6 +118,7 @@ def collect_examples(
             f"batches must be an iterable of (inputs, labels) pairs, got {type(batches).__name__}"
         )
     chunks: list[tuple[Any, Any]] = []
+    sources: list[int] = []
     m = total = 0
     for i, batch in enumerate(batches):
         where = f"batches[{i}]"
@@ -136,12 +139,13 @@ def collect_examples(
         if m < max_examples and size > 0:
             k = min(size, max_examples - m)
             chunks.append((_to(_take(inputs, k), device), labels[:k].to(device).long()))
+            sources.append(i)
             m += k
         if n is not None and m >= max_examples:
             break
     if m == 0:
         raise SpecboundError("batches holds no examples; pass the training data")
-    return Examples(chunks, m, total if n is None else n, logits_fn)
+    return Examples(chunks, m, total if n is None else n, logits_fn, sources)
 
 
 def logits_of(model: Any, inputs: Any, logits_fn: Callable[[Any, Any], Any] | None) -> Any:
@@ -173,14 +177,21 @@ def logits_of(model: Any, inputs: Any, logits_fn: Callable[[Any, Any], Any] | No
     return out
 
 
-def accuracy(model: Any, ex: Examples) -> float:
-    """Training accuracy on the examples (argmax; ties go to the first class)."""
+def accuracy(model: Any, ex: Examples, *, finite: bool = False) -> float:
+    """Training accuracy on the examples (argmax; ties go to the first class). ``finite``: the
+    logits must hold no NaN or inf (the unperturbed model's: a perturbed one may overflow)."""
     import torch
 
     correct = 0
     with torch.no_grad():
-        for inputs, labels in ex.chunks:
+        for i, (inputs, labels) in enumerate(ex.chunks):
             logits = logits_of(model, inputs, ex.logits_fn)
+            if finite and not bool(logits.isfinite().all()):
+                where = f"batches[{ex.batches[i]}]" if i < len(ex.batches) else "the examples"
+                raise SpecboundError(
+                    f"{where}: the model's logits hold NaN or inf; data measures need finite "
+                    "logits (check logits_fn and the model's forward pass)"
+                )
             correct += int((logits.argmax(dim=1) == labels).sum())
     return correct / ex.m
 

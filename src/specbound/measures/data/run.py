@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import SpecboundError
+from ...validation import Interval, IsCallable, Names, Options, validate_params
 from ._common import (
     ASCENT_STEPS,
     BISECTION_RANGE,
@@ -81,6 +82,16 @@ def _model_device(model: Any) -> Any:
     raise SpecboundError(f"{type(model).__name__} has no parameters")
 
 
+@validate_params(
+    {
+        "measures": (None, Names(data_measure_names, what="data measure")),
+        "max_examples": (Interval(int, 1),),
+        "seed": (Interval(int, 0, 2**63 - 1),),
+        "perturb": (Options(*PERTURB),),
+        "logits_fn": (None, IsCallable()),
+        "n": (None, Interval(int, 1)),
+    }
+)
 def compute(
     model: Any,
     batches: Iterable[Any],
@@ -99,19 +110,11 @@ def compute(
     log10 values, e.g. ``Analysis.measures``) for the margin-normalized forms; without them
     those forms are None with a note. See :func:`specbound.data_measures` for the rest.
     """
-    from ...validation import check_choice, check_int
     from .flatness import flatness_sigma
     from .margin import kth_margin, margin_measures, margins
     from .sharpness import sharpness_alpha
 
-    names = resolve_data_measures(measures)
-    max_examples = check_int(max_examples, "max_examples", min=1)
-    seed = check_int(seed, "seed", min=0, max=2**63 - 1)
-    perturb = check_choice(perturb, "perturb", PERTURB)
-    if n is not None:
-        n = check_int(n, "n", min=1)
-    if logits_fn is not None and not callable(logits_fn):
-        raise SpecboundError(f"logits_fn must be callable, got {type(logits_fn).__name__}")
+    names = resolve_data_measures(measures)  # the arguments were checked (@validate_params)
     if not hasattr(model, "parameters") or not hasattr(model, "modules"):
         raise SpecboundError(f"model must be a torch nn.Module, got {type(model).__name__}")
     device = _model_device(model)
@@ -127,7 +130,7 @@ def compute(
     notes: dict[str, str] = {}
     details: dict[str, dict[str, Any]] = {}
     with evaluation(model, params) as saved:
-        acc0 = accuracy(model, ex)
+        acc0 = accuracy(model, ex, finite=True)
         for name in names:
             if name not in SEARCH:
                 continue

@@ -321,21 +321,6 @@ def default_workers(device: str | None = None) -> int:
     return usable_cpus()
 
 
-def max_workers() -> int:
-    """The most worker processes accepted for the data measures: 4 x the usable CPUs."""
-    from ...config import usable_cpus
-
-    return 4 * usable_cpus()
-
-
-def check_workers(workers: Any) -> int:
-    """``workers`` (``correlate(data_workers=...)``) as an int in 1..``max_workers()``, else
-    SpecboundTypeError / SpecboundValueError naming ``data_workers``."""
-    from ...validation import check_int
-
-    return check_int(workers, "data_workers", min=1, max=max_workers())
-
-
 def _worker_job(
     job: tuple[str, bool, str | None, Mapping[str, Any] | None],
 ) -> tuple[tuple[dict[str, float | None], dict[str, str], bool], float]:

@@ -105,7 +105,9 @@ def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def check_bootstrap(bootstrap: Any, seed: Any, *, allow_none: bool = True) -> tuple[int, int]:
+def check_bootstrap_and_seed(
+    bootstrap: Any, seed: Any, *, allow_none: bool = True
+) -> tuple[int, int]:
     """``bootstrap`` and ``seed`` >= 0 as ints (one-line errors): ``bootstrap`` is 0 (no
     intervals: point estimates only, when ``allow_none``) or in MIN_BOOTSTRAP..MAX_BOOTSTRAP
     (protocol v3 refuses fewer than 200 draws)."""

@@ -148,7 +148,7 @@ def correlate(
     computed after the analyses and cached (``correlate.data``); only for zoo
     model directories, else a note says why they are absent. ``on_data(line)``: one progress
     line per model of the data measures; ``data_workers``: processes computing them
-    (``data.check_workers``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
+    (``validation.WORKERS``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
     needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
     the values do not depend on it). ``primary``: the primary family (``table.check_primary``:
     ``auto``, A1-A3 on tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``).
@@ -216,10 +216,10 @@ def _prepare(
     data_workers: int,
 ) -> _Prepared:
     """Every input check, in order, the zoo, the gap, which models to analyze (``plan``)."""
-    from .data import check_workers
+    from ...validation import WORKERS, check_param
 
-    bootstrap, seed = T.check_bootstrap(bootstrap, seed, allow_none=False)
-    data_workers = check_workers(data_workers)
+    bootstrap, seed = T.check_bootstrap_and_seed(bootstrap, seed, allow_none=False)
+    data_workers = check_param(data_workers, "data_workers", WORKERS)
     level = T.check_level(level)
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
     if isinstance(zoo, M.Zoo) and axes is not None:

@@ -51,7 +51,7 @@ from .rules import (  # noqa: F401 (re-exported: the names of table.py)
     _fmt,
     axis_codes,
     better_word,
-    check_bootstrap,
+    check_bootstrap_and_seed,
     check_level,
     check_size,
     correlation_columns,
@@ -101,7 +101,7 @@ def correlation_study(
     for c in [gap, *axes, *measures]:
         if c not in models.columns:
             raise SpecboundError(f"the models table has no column '{c}'")
-    bootstrap, seed = check_bootstrap(bootstrap, seed)
+    bootstrap, seed = check_bootstrap_and_seed(bootstrap, seed)
     level = check_level(level)
     primary = check_primary(primary)
     su = R.setup(

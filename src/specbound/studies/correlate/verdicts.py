@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SpecboundValueError
+from ...errors import Param, SpecboundValueError
 
 #: B below this is refused.
 MIN_BOOTSTRAP = 200
@@ -114,9 +114,11 @@ def check_bootstrap(bootstrap: Any, name: str = "bootstrap") -> int:
     b = check_int(bootstrap, name, min=0)
     if b < MIN_BOOTSTRAP:
         raise SpecboundValueError(
-            f"{name} {b} is too few draws: p-values and intervals need >= {MIN_BOOTSTRAP} "
-            f"(verdict words need >= {MIN_VERDICT_BOOTSTRAP}); use {name} "
-            f"{MIN_VERDICT_BOOTSTRAP} or more"
+            Param(name, str(b)),
+            f" is too few draws: p-values and intervals need >= {MIN_BOOTSTRAP} "
+            f"(verdict words need >= {MIN_VERDICT_BOOTSTRAP}); use ",
+            Param(name, str(MIN_VERDICT_BOOTSTRAP)),
+            " or more",
         )
     return b
 

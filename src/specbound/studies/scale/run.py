@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...linalg.model import DEVICE
+from ...measures.bounds import GRID_M, L_PHI
+from ...validation import Boolean, PathLike, Text, validate_params
 from .fit import CEILING_COLUMN, growth_table, measure_columns
 
 if TYPE_CHECKING:
@@ -161,6 +164,17 @@ def _check_unique(models: Sequence[Any], names: Sequence[str] | None) -> None:
         seen[key] = label
 
 
+@validate_params(
+    {
+        "l_phi": (None, *L_PHI),
+        "grid_m": GRID_M,
+        "device": DEVICE,
+        "cache": (Boolean(),),
+        "prefix": (None, Text(empty=True)),
+        "state_dir": (None, PathLike()),
+        "title": (Text(empty=True),),
+    }
+)
 def scale(
     models: Sequence[Any],
     *,
@@ -198,16 +212,11 @@ def scale(
     from ...engines import resolve
     from ...engines.sweep import analyze_models
     from ...errors import SpecboundError
-    from ...linalg.model import check_device
-    from ...measures.bounds import check_grid_m, check_l_phi
 
     if len(models) == 0:
         raise SpecboundError("scale needs at least one model")
     _check_unique(models, names)
-    # options are checked once, up front: a bad option is not a broken model
-    grid_m = check_grid_m(grid_m)
-    l_phi = None if l_phi is None else check_l_phi(l_phi)
-    check_device(device)
+    # options are checked once, up front (@validate_params): a bad option is not a broken model
     eng = resolve(engine, engine_options, default=None)
     result = analyze_models(
         eng,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import Param, SpecboundError
+from ...io.files import DuplicateKeyError, load_yaml
 from ...validation import check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
@@ -71,32 +72,6 @@ def model_name(params: dict[str, Any]) -> str:
     return "_".join(f"{k}-{_fmt(v)}" for k, v in params.items())
 
 
-class _DuplicateKey(Exception):
-    """A mapping of a grid file names a key twice."""
-
-
-def _unique_keys_loader() -> Any:
-    """A ``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML keeps
-    the last one silently), naming the key and both lines."""
-    import yaml
-
-    class UniqueKeys(yaml.SafeLoader):
-        pass
-
-    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise _DuplicateKey(f"key '{key}' appears twice (lines {seen[key]} and {line})")
-            seen[key] = line
-        return loader.construct_mapping(node, deep=deep)
-
-    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return UniqueKeys
-
-
 def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a grid YAML/JSON file: ``{task?, axes: {axis: [values]}, max_steps?, target_loss?}``."""
     import yaml
@@ -105,8 +80,8 @@ def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not p.is_file():
         raise SpecboundError(f"grid file {p} does not exist; pass a YAML file with an 'axes:' map")
     try:
-        doc = yaml.load(p.read_text(), Loader=_unique_keys_loader())  # a SafeLoader subclass
-    except _DuplicateKey as exc:
+        doc = load_yaml(p.read_text())
+    except DuplicateKeyError as exc:
         raise SpecboundError(f"grid file {p}: {exc}; keep one of them") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -179,7 +154,7 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
         elif name == "width" and v > 65536:
             problem = "must be <= 65536"
         elif name == task.size_axis:
-            problem = task.check_size(v)
+            problem = task.size_problem(v)
         if problem:
             raise SpecboundError(f"{where}: axis '{name}' value {v!r}: {problem}")
         if v in out:

@@ -134,9 +134,13 @@ def train_zoo(
         ens = auto_mode(device)
     eng = _engine(engine, engine_options)
     from ...engines.processes import ProcessEngine, ProcessOptions
-    from .workers import check_workers, default_workers
+    from ...validation import WORKERS, check_param
+    from .workers import default_workers
 
-    n_workers = default_workers(device, threads) if workers is None else check_workers(workers)
+    if workers is None:
+        n_workers = default_workers(device, threads)
+    else:
+        n_workers = check_param(workers, "workers", WORKERS)
     if eng is not None and eng.distributed:
         if workers is not None and n_workers > 1:
             raise SpecboundError(

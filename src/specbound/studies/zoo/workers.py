@@ -20,11 +20,8 @@ died twice: the engine retries a job once in a fresh worker) is reported at the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ...config import usable_cpus
-from ...validation import check_int
-from .plan import max_threads
 
 
 def default_workers(device: str = "cpu", threads: int = 1) -> int:
@@ -32,11 +29,6 @@ def default_workers(device: str = "cpu", threads: int = 1) -> int:
     if str(device).startswith("cuda"):
         return 1
     return max(1, usable_cpus() // max(1, threads))
-
-
-def check_workers(workers: Any) -> int:
-    """``workers`` as an int in 1..``max_threads()`` (4 x the CPUs), else a one-line error."""
-    return check_int(workers, "workers", min=1, max=max_threads())
 
 
 def remove_temps(models: Path) -> None:

@@ -60,7 +60,7 @@ class Task:
         """(train indices, test indices) into ``data()`` for a size-axis value and a seed."""
         raise NotImplementedError
 
-    def check_size(self, size: float) -> str | None:
+    def size_problem(self, size: float) -> str | None:
         """None when ``size`` is a legal size-axis value, else what is wrong with it."""
         raise NotImplementedError
 

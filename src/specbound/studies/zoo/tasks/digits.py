@@ -73,7 +73,7 @@ class Digits(Task):
         perm = permutation(1797, SPLIT_SEED)
         return perm[TEST_SIZE:], sorted(perm[:TEST_SIZE])
 
-    def check_size(self, size: float) -> str | None:
+    def size_problem(self, size: float) -> str | None:
         if float(size) != int(size) or not 1 <= int(size) <= 1797 - TEST_SIZE:
             return f"train_size must be an integer in 1..{1797 - TEST_SIZE}"
         return None

@@ -63,7 +63,7 @@ class ModularAddition(Task):
         y = torch.tensor([(a + b) % P for a, b in pairs], dtype=torch.long)
         return Data(x=x, y=y, num_classes=P, extra={"P": P})
 
-    def check_size(self, size: float) -> str | None:
+    def size_problem(self, size: float) -> str | None:
         n = round(float(size) * P * P)
         if not 0 < float(size) < 1 or n < 1 or n >= P * P:
             return f"train_fraction must lie in (0, 1) and leave train and test non-empty (P={P})"

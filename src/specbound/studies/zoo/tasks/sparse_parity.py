@@ -66,7 +66,7 @@ class SparseParity(Task):
         y = bits[:, list(POSITIONS)].sum(dim=1) % 2
         return Data(x=x, y=y.long(), num_classes=2, extra={"T": T, "positions": list(POSITIONS)})
 
-    def check_size(self, size: float) -> str | None:
+    def size_problem(self, size: float) -> str | None:
         if float(size) != int(size) or not 1 <= int(size) <= 2**T - TEST_SIZE:
             return f"train_size must be an integer in 1..{2**T - TEST_SIZE}"
         return None
