@@ -38,7 +38,11 @@ def _split(tmp_path: Path) -> tuple[Path, Path]:
         d = tmp_path / name
         d.mkdir()
         models[keep].to_csv(d / "models.csv", index=False)
-        (d / "correlate.json").write_text(json.dumps({**meta, "manifest": f"zoo-{name}/zoo.csv"}))
+        n = int(keep.sum())  # the counts correlate.json holds agree with the split's tables
+        counts = {"n_models": n, "n_skipped": 0, "n_listed": n}
+        (d / "correlate.json").write_text(
+            json.dumps({**meta, **counts, "manifest": f"zoo-{name}/zoo.csv"})
+        )
         out.append(d)
     return out[0], out[1]
 
@@ -150,6 +154,9 @@ def test_skipped_names_are_kept_on_reevaluation_and_prefixed_only_when_shared(tm
     a, b = _split(tmp_path)
     for d in (a, b):
         skipped.iloc[[0 if d == a else 1]].to_csv(d / "skipped.csv", index=False)
+        meta = json.loads((d / "correlate.json").read_text())
+        counts = {"n_skipped": 1, "n_listed": meta["n_models"] + 1}
+        (d / "correlate.json").write_text(json.dumps({**meta, **counts}))
     again = P.pool([P.read_part(a)], bootstrap=0)
     assert list(again.skipped["model"]) == ["models/m-unconverged"]
     (b / "skipped.csv").write_text("model,reason\nmodels/m-unconverged,unconverged\n")

@@ -14,7 +14,6 @@ model of it (the intersection of the parts' missing configurations).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -84,7 +83,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     """A correlate folder as a part. Its grid (for the missing configurations) is the one its
     correlate.json records (protocol 3), else the zoo.json of ``grid`` (a zoo directory or
     zoo.json), else the zoo.json beside the manifest it names, when that exists."""
-    import pandas as pd
+    from .. import readback as R
 
     p = Path(folder)
     if not is_result_folder(p):
@@ -92,26 +91,10 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
             f"{p} is not a folder written by 'specbound correlate' (it needs "
             f"{' and '.join(RESULT_FILES)}); pass a correlate output folder or a zoo directory"
         )
-    try:
-        meta = json.loads((p / "correlate.json").read_text(encoding="utf-8"))
-        models = pd.read_csv(p / "models.csv")
-        skipped_file = p / "skipped.csv"
-        skipped = (
-            pd.read_csv(skipped_file)
-            if skipped_file.is_file() and skipped_file.stat().st_size > 0
-            else pd.DataFrame(columns=["model", "reason"])
-        )
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise SpecboundError(f"cannot read the correlate folder {p}: {exc}") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("axes"), list):
-        raise SpecboundError(f"{p / 'correlate.json'} has no 'axes' list; re-run correlate")
-    measures = [str(m) for m in meta.get("measures", [])]
-    absent = [c for c in ["model", "gap", *map(str, meta["axes"]), *measures] if c not in models]
-    if absent:
-        raise SpecboundError(
-            f"{p / 'models.csv'} lacks the column '{absent[0]}' that correlate.json names; "
-            "re-run correlate"
-        )
+    meta = R.read_correlate_json(p)
+    models = R.read_models_csv(p, meta)
+    skipped = R.read_skipped_csv(p, meta)
+    measures = list(meta["measures"])
     missing: list[str] | None = None
     notes: list[str] = []
     if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
@@ -121,10 +104,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         if zoo_json is not None:
             from .jobs import missing_configurations
 
-            try:
-                g = json.loads(zoo_json.read_text(encoding="utf-8")).get("grid")
-            except (OSError, ValueError, AttributeError) as exc:
-                raise SpecboundError(f"cannot read the grid of {zoo_json}: {exc}") from None
+            g = R.read_zoo_json(zoo_json).get("grid")
             missing = missing_configurations(g if isinstance(g, dict) else None, models)
         else:
             notes.append(
