@@ -125,6 +125,7 @@ def correlate(
             "--data-measures: a correlate folder's measures are read from its models.csv; "
             "run correlate on the zoo directory to compute them"
         )
+    P.check_distinct(zoos)
     source = manifest if manifest is not None else zoos[0]
     from ..studies.correlate.verdicts import check_bootstrap
 

@@ -138,16 +138,18 @@ def read_table(
 def check_column(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
     """``values`` checked against ``col`` (module doc); numbers come back as read, other kinds
     normalised (text: str or None; bool: bool or None)."""
+    from pandas.api.types import is_bool_dtype
+
     if col.kind not in KINDS:
         raise ValueError(f"unknown column kind {col.kind!r}")
     if col.kind in ("real", "int"):
         return _numbers(values, col, path)
-    if col.kind == "value" or (col.kind == "bool" and values.dtype == bool):
+    if col.kind == "value" or (col.kind == "bool" and is_bool_dtype(values.dtype)):
         for i, v in enumerate(values.tolist()):
             if _is_empty(v) and not col.empty:
                 raise fail(path, i + 2, col.name, "the cell is empty")
             if isinstance(v, float) and math.isinf(v):
-                raise fail(path, i + 2, col.name, f"{v!r} is not a finite number")
+                raise fail(path, i + 2, col.name, f"{_shown(v)} is not a finite number")
         return values
     out = []
     for i, v in enumerate(values.tolist()):
@@ -174,8 +176,9 @@ def check_column(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
 
 def _numbers(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
     import pandas as pd
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-    if values.dtype == bool or values.dtype == object:
+    if is_bool_dtype(values.dtype) or not is_numeric_dtype(values.dtype):
         parsed = []
         for i, v in enumerate(values.tolist()):
             if _is_empty(v):
@@ -192,14 +195,25 @@ def _numbers(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
                 raise fail(path, i + 2, col.name, "the cell is empty, a number belongs there")
             continue
         if col.finite and not math.isfinite(x):
-            raise fail(path, i + 2, col.name, f"{x!r} is not a finite number")
+            raise fail(path, i + 2, col.name, f"{_shown(x)} is not a finite number")
         if col.kind == "int" and math.isfinite(x) and x != math.floor(x):
-            raise fail(path, i + 2, col.name, f"{values.iloc[i]!r} is not a whole number")
+            raise fail(path, i + 2, col.name, f"{_shown(values.iloc[i])} is not a whole number")
         if (col.low is not None and x < col.low) or (col.high is not None and x > col.high):
             lo = "-inf" if col.low is None else f"{col.low:g}"
             hi = "inf" if col.high is None else f"{col.high:g}"
-            raise fail(path, i + 2, col.name, f"{values.iloc[i]!r} is outside [{lo}, {hi}]")
+            raise fail(path, i + 2, col.name, f"{_shown(values.iloc[i])} is outside [{lo}, {hi}]")
     return values
+
+
+def _shown(v: Any) -> str:
+    """``v`` as the message shows it: a number plainly (``-0.5``, not ``np.float64(-0.5)``)."""
+    if isinstance(v, (bool, np.bool_)):
+        return repr(bool(v))
+    if isinstance(v, (np.integer, int)):
+        return repr(int(v))
+    if isinstance(v, (np.floating, float)):
+        return repr(float(v))
+    return repr(v)
 
 
 def _is_number_text(v: Any) -> bool:

@@ -25,7 +25,6 @@ the primary one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,7 +117,11 @@ class Study:
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """correlate.json, differences.csv and models.csv (when there) of ``folder``, through
+    their readers (``studies.readback``: a tampered file is one line naming file, row, column)."""
     import pandas as pd
+
+    from . import readback as R
 
     meta_file, diff_file = folder / "correlate.json", folder / "differences.csv"
     if not (meta_file.is_file() and diff_file.is_file()):
@@ -126,18 +129,15 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
             f"{folder} is not a folder written by 'specbound correlate' (no correlate.json and "
             "differences.csv); pass correlate output folders"
         )
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        d = pd.read_csv(diff_file)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise SpecboundError(f"cannot read {folder}: {exc}") from None
-    if not isinstance(meta, dict) or int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
+    meta = R.read_correlate_json(folder)
+    d = R.read_differences_csv(folder, meta)
+    if int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
         raise SpecboundError(
             f"{folder} was written before protocol v3 (no primary rows); re-evaluate it with "
             f"'specbound correlate {folder} --out {folder}'"
         )
     models_file = folder / "models.csv"
-    models = pd.read_csv(models_file) if models_file.is_file() else pd.DataFrame()
+    models = R.read_models_csv(folder, meta) if models_file.is_file() else pd.DataFrame()
     return meta, d, models
 
 
@@ -172,6 +172,12 @@ def study(
     notes = [
         f"p_holm: Holm over all {len(primary)} primary rows of {len(paths)} folders; "
         "exploratory rows keep their folder's q_bh and are not verdicts of the study"
+    ]
+    notes += [
+        f"{p}: no primary row (its measures give no primary contrast); it adds nothing to the "
+        "primary table"
+        for p in paths
+        if not (read[p][1]["family"] == V.PRIMARY).any()
     ]
     return Study(primary, exploratory, [str(p) for p in paths], groups, notes)
 

@@ -192,7 +192,9 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
             a, raw = d[adjusted].to_numpy(float), d["p"].to_numpy(float)
             for i in range(len(d)):
                 if a[i] < raw[i]:  # NaN compares False: an undefined figure passes
-                    raise fail(p, i + 2, adjusted, f"{a[i]!r} is below p = {raw[i]!r}")
+                    raise fail(
+                        p, i + 2, adjusted, f"{float(a[i])!r} is below p = {float(raw[i])!r}"
+                    )
     if "family" in d.columns:
         _check_primary(p, d, meta, V)
     return d

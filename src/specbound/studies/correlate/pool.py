@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ...errors import Param, SpecboundError
 
 if TYPE_CHECKING:
@@ -160,6 +162,48 @@ def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | No
     return None
 
 
+def check_distinct(paths: Sequence[str | Path]) -> None:
+    """Refuse a zoo directory or correlate folder given twice (compared resolved), before any
+    model is analyzed: pooling it would count its models twice."""
+    seen: dict[Path, str] = {}
+    for p in paths:
+        r = Path(p).resolve()
+        if r in seen:
+            raise SpecboundError(
+                f"{p} is given twice (as {seen[r]} too); pooling it would count its models "
+                "twice: pass each zoo once"
+            )
+        seen[r] = str(p)
+
+
+def _check_no_model_twice(parts: Sequence[Part]) -> None:
+    """Refuse two parts holding the same model: the same source (resolved), or a row whose
+    gap and measure values (the model's identity: its analysis) are those of a row of an
+    earlier part, as in a copied zoo or folder. A row without a finite measure is not
+    compared."""
+    check_distinct([q.source for q in parts])
+    measures = [m for m in parts[0].measures if all(m in q.measures for q in parts)]
+    seen: dict[tuple[str, ...], tuple[str, str]] = {}
+    for q in parts:
+        cols = ["gap", *measures]
+        if any(c not in q.models.columns for c in cols) or not measures:
+            continue
+        values = q.models[cols].to_numpy(dtype=float)
+        mine: dict[tuple[str, ...], str] = {}
+        for name, row in zip(q.models["model"].astype(str), values, strict=True):
+            if not np.isfinite(row[1:]).any():
+                continue
+            key = tuple(repr(float(x)) for x in row)
+            if key in seen:
+                other, src = seen[key]
+                raise SpecboundError(
+                    f"cannot pool {src} and {q.source}: model {name} of {q.source} is model "
+                    f"{other} of {src} (the same gap and measure values); pass each zoo once"
+                )
+            mine[key] = name
+        seen.update({k: (n, q.source) for k, n in mine.items()})
+
+
 def pool(
     parts: Sequence[Part],
     *,
@@ -168,7 +212,8 @@ def pool(
     level: float = 0.95,
 ) -> Correlation:
     """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
-    gap; measures are those every part has (the others are dropped with a note)."""
+    gap, and hold no model twice (``_check_no_model_twice``); measures are those every part has
+    (the others are dropped with a note)."""
     from . import table as T
     from .ceiling import rank_ceiling
     from .result import Correlation
@@ -177,6 +222,7 @@ def pool(
         raise SpecboundError("pool needs at least one zoo")
     first = parts[0]
     _check_alike(parts)
+    _check_no_model_twice(parts)
     names = _names(parts)
     measures = [m for m in first.measures if all(m in q.measures for q in parts)]
     dropped = sorted({m for q in parts for m in q.measures} - set(measures))
