@@ -23,8 +23,8 @@ differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh``
                        the primary contrasts its measures allow
 correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; tau and psi in [-1, 1],
                        sign-errors in [0, 1], cmi >= 0, counts integers >= 0
-zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``axes`` names, ``grid``
-                       axis -> non-empty list
+zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``grid`` axis ->
+                       non-empty list (``axes``: the manifest reader's axis checks)
 zoo.csv                the manifest reader (``correlate.manifest.read_zoo`` and
                        ``validate_manifest``): :func:`read_zoo_csv`
 claims.csv             :func:`read_claims_csv`: the six text columns, ``claim`` unique, ``verdict``
@@ -265,8 +265,6 @@ def read_zoo_json(path: str | Path) -> dict[str, Any]:
     meta = read_json_object(p, "zoo.json")
     json_field(meta, "task", (str, type(None)), p, required=False)
     json_field(meta, "preset", (str, type(None)), p, required=False)
-    if "axes" in meta:
-        text_list(meta, "axes", p)
     grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
     for axis, values in (grid or {}).items():
         if not isinstance(values, list) or not values:
