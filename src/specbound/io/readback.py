@@ -151,7 +151,7 @@ def check_column(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
             if isinstance(v, float) and math.isinf(v):
                 raise fail(path, i + 2, col.name, f"{_shown(v)} is not a finite number")
         return values
-    out = []
+    out: list[bool | str | None] = []
     for i, v in enumerate(values.tolist()):
         if _is_empty(v):
             if not col.empty:
@@ -274,8 +274,12 @@ def json_field(
     if bad_bool or not isinstance(v, kinds_t):
         names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds_t)
         raise fail(path, None, None, f"'{name}' is {v!r}, not {names}")
-    number = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if low is not None and number and (not math.isfinite(v) or v < low):
+    if (
+        low is not None
+        and isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and (not math.isfinite(v) or v < low)
+    ):
         raise fail(path, None, None, f"'{name}' is {v!r}; it must be a number >= {low:g}")
     return v
 

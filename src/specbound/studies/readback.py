@@ -108,8 +108,10 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
     json_field(meta, "include_unconverged", bool, p, required=False)
     text_list(meta, "missing_configurations", p, required=False)
     text_list(meta, "zoos", p, required=False)
-    n = {k: meta.get(k) for k in ("n_listed", "n_models", "n_skipped")}
-    if None not in n.values() and n["n_models"] + n["n_skipped"] != n["n_listed"]:
+    n: dict[str, int] = {
+        k: meta[k] for k in ("n_listed", "n_models", "n_skipped") if meta.get(k) is not None
+    }
+    if len(n) == 3 and n["n_models"] + n["n_skipped"] != n["n_listed"]:
         raise fail(
             p, None, None, f"n_models {n['n_models']} + n_skipped {n['n_skipped']} is not "
             f"n_listed {n['n_listed']}"
