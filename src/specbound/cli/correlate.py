@@ -177,7 +177,8 @@ def correlate(
         result = P.pool(parts, bootstrap=bootstrap, seed=seed)
         lost: list[str] = []
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
-        each = [run_one(z, bootstrap=0) for z in zoos]
+        # (correlate refuses bootstrap 0, so each zoo's own tables are computed and dropped)
+        each = [run_one(z, bootstrap=bootstrap, seed=seed) for z in zoos]
         lost = [m for r in each for m in r.data_failed]
         result = P.pool([P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed)
     else:

@@ -1,7 +1,7 @@
 """Several zoos as one study, and correlate folders re-evaluated without analyzing again.
 
 A *part* is one zoo's analyzed models: either a ``Correlation`` just computed
-(``correlate(zoo, bootstrap=0)``) or a folder ``correlate`` wrote (its ``models.csv``,
+(``correlate(zoo)``; :func:`part_of`) or a folder ``correlate`` wrote (its ``models.csv``,
 ``skipped.csv`` and ``correlate.json``; nothing is loaded or analyzed again: the measures are
 read from the file). :func:`pool` joins parts that share their task, axes and gap into one
 models table, each model keeping its source in a ``zoo`` column (a model name that occurs in two

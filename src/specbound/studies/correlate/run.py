@@ -135,9 +135,7 @@ def correlate(
     ``zoo``: a manifest CSV, a ``zoo train`` directory or a ``Zoo``. ``gap``: ``accuracy``
     (train - test accuracy) or ``loss`` (test - train loss); by default accuracy when the
     manifest has both accuracies, else loss. Every input check (manifest values, ``bootstrap``
-    0 or in 200..100000 (protocol v3: fewer draws are refused; verdict words need >= 1000;
-    0: the models and point estimates only, every verdict "insufficient evidence": a part
-    that ``pool.pool`` evaluates, which the CLI never writes),
+    in 200..100000 (protocol v3: fewer draws are refused; verdict words need >= 1000),
     ``seed`` >= 0, the engine and its options) runs before the first model is
     analyzed. Models that fail to load or analyze are listed in ``skipped`` with the reason;
     so are unconverged models (unless ``include_unconverged``) and models without the gap's
@@ -216,7 +214,7 @@ def _prepare(
     """Every input check, in order, the zoo, the gap, which models to analyze (``plan``)."""
     from .data import check_workers
 
-    bootstrap, seed = T.check_bootstrap(bootstrap, seed)
+    bootstrap, seed = T.check_bootstrap(bootstrap, seed, allow_none=False)
     data_workers = check_workers(data_workers)
     level = T.check_level(level)
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
@@ -246,7 +244,7 @@ def _prepare(
     T.check_size(
         len(p.jobs),
         int(np.unique(T.S.row_ids(codes)).size),
-        max(bootstrap, V.PRIMARY_BOOTSTRAP) if bootstrap else 0,
+        max(bootstrap, V.PRIMARY_BOOTSTRAP),
     )
     return _Prepared(
         zoo=z,
