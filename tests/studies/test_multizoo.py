@@ -24,6 +24,8 @@ CONTRASTS = [
     ("P3", "norm_based", "num_parameters"),
 ]
 
+MEASURES = ["spectrum_adaptive", "norm_based", "num_parameters", "sharpness"]
+
 
 def folder(root: Path, name: str, ps: list[float], deltas: list[float], seeds: list[int]) -> Path:
     d = root / name
@@ -68,13 +70,22 @@ def folder(root: Path, name: str, ps: list[float], deltas: list[float], seeds: l
         )
     )
     pd.DataFrame(rows).to_csv(d / "differences.csv", index=False)
-    pd.DataFrame({"model": [f"m{s}" for s in seeds], "seed": seeds}).to_csv(
-        d / "models.csv", index=False
-    )
+    n = len(seeds)
+    pd.DataFrame(
+        {
+            "model": [f"m{s}" for s in seeds],
+            "depth": [1] * n,
+            "seed": seeds,
+            "gap": [0.1] * n,
+            **{m: [0.5 + s for s in seeds] for m in MEASURES},
+        }
+    ).to_csv(d / "models.csv", index=False)
     meta = {
         "protocol": 3,
         "task": "digits",
         "axes": ["depth"],
+        "measures": MEASURES,
+        "gap": "accuracy",
         "n_configurations": 48,
         "manifest": f"zoos/{name}/zoo.csv",
     }
@@ -209,3 +220,76 @@ def test_a_verdict_differing_between_seeds_is_borderline(tmp_path):
     assert prim_rows.loc["P1", "verdict"] == "borderline"
     assert prim_rows.loc["P1", "verdict_stable"] == "no"
     assert prim_rows.loc["P2", "verdict_stable"] == "yes"
+
+
+# --- differences.csv, correlate.json and models.csv are read back with the first read's checks
+
+
+def _edit(path: Path, row: int, column: str, value: object) -> None:
+    d = pd.read_csv(path)
+    d[column] = d[column].astype(object)
+    d.loc[row, column] = value
+    d.to_csv(path, index=False)
+
+
+def test_a_p_value_outside_0_1_is_refused_not_holm_adjusted(tmp_path):
+    """p = -0.5 gave p_holm = -1 and moved the other folders' p_holm."""
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
+    _edit(b / "differences.csv", 0, "p", -0.5)
+    with pytest.raises(SpecboundError, match=r"differences.csv: row 2, column 'p': -0.5"):
+        study([a, b])
+    r = run_cli("study", a, b, "--out", tmp_path / "s")
+    assert "row 2, column 'p'" in r.one_error_line() and r.code == 2
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_duplicated_primary_row_is_refused_not_a_larger_family(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    d = pd.read_csv(a / "differences.csv")
+    pd.concat([d, d.iloc[[1]]]).to_csv(a / "differences.csv", index=False)
+    with pytest.raises(SpecboundError, match=r"row 6, column 'family'.*repeats row 3"):
+        study([a])
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("B", 2.5, "not a whole number"),
+        ("p_holm", 0.00001, "below p"),
+        ("verdict", "great", "not one of"),
+        ("family", "secondary", "not one of"),
+        ("delta", "abc", "not a number"),
+    ],
+)
+def test_other_tampered_cells_are_one_line(tmp_path, column, value, needle):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    _edit(a / "differences.csv", 1, column, value)
+    with pytest.raises(SpecboundError, match=f"row 3, column '{column}'.*{needle}"):
+        study([a])
+
+
+def test_a_folder_without_primary_rows_is_named_in_a_note(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
+    d = pd.read_csv(b / "differences.csv")
+    d[d["family"] != "primary"].to_csv(b / "differences.csv", index=False)
+    with pytest.raises(SpecboundError, match="its primary rows are"):
+        study([a, b])  # its measures give P1-P3: the rows were cut out
+    meta = json.loads((b / "correlate.json").read_text())
+    meta["measures"] = ["sharpness", "num_parameters"]  # no primary contrast
+    (b / "correlate.json").write_text(json.dumps(meta))
+    s = study([a, b])
+    assert len(s.primary) == 3
+    assert any(str(b) in n and "no primary row" in n for n in s.notes)
+
+
+def test_tampered_correlate_json_and_models_csv_are_one_line(tmp_path):
+    a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
+    _edit(a / "models.csv", 1, "gap", 5.0)
+    with pytest.raises(SpecboundError, match=r"models.csv: row 3, column 'gap'.*outside"):
+        study([a])
+    _edit(a / "models.csv", 1, "gap", 0.1)
+    (a / "correlate.json").write_text('{"protocol": 3, "axes": ["depth"], "axes": []}')
+    with pytest.raises(SpecboundError, match=r"correlate\.json"):
+        study([a])

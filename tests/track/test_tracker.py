@@ -532,6 +532,10 @@ def test_half_change_step():
         ("10,inf,0.1,3.0,0.5\n", "column 'wall_s'"),  # not finite
         ("10,1\n", "line 2 has 2 fields"),  # a short row
         ("10,1,0.1,3.0,0.5\n10,2,0.1,3.1,0.6\n", "step 10 twice"),
+        ("10,1,0.1,3.0,5.0\n", "row 2, column 'test_acc': 5.0 is outside [0, 1]"),
+        ("2.5,1,0.1,3.0,0.5\n", "row 2, column 'step': 2.5 is not a whole number"),
+        ("0,1,0.1,3.0,0.5\n-3,1,0.1,3.0,0.5\n", "row 3, column 'step': -3.0 is outside"),
+        ("10,-1,0.1,3.0,0.5\n", "row 2, column 'wall_s'"),
     ],
 )
 def test_damaged_track_csv_is_one_line(tmp_path, body, match):
@@ -811,3 +815,17 @@ def test_bad_data_options(tmp_path):
     with pytest.raises(SpecboundError, match="unknown data measure"):
         small_tracker(tmp_path, data=random_batches(1), data_measures=["flat"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_track_json_reader_refuses_a_foreign_or_damaged_file(tmp_path):
+    from specbound.io.readback import ReadbackError
+    from specbound.track.trackfile import read_track_json
+
+    (tmp_path / "track.json").write_text('{"format": "specbound-track/1", "format": "x"}')
+    with pytest.raises(ReadbackError, match=r"track\.json"):
+        read_track_json(tmp_path)  # a key twice
+    (tmp_path / "track.json").write_text('{"format": "other/1"}')
+    with pytest.raises(ReadbackError, match="'format' is 'other/1'"):
+        read_track_json(tmp_path)
+    (tmp_path / "track.json").write_text('{"format": "specbound-track/1", "preset": null}')
+    assert read_track_json(tmp_path / "track.json")["preset"] is None

@@ -134,6 +134,7 @@ def correlate(
             "--data-measures: a correlate folder's measures are read from its models.csv; "
             "run correlate on the zoo directory to compute them"
         )
+    P.check_distinct(zoos)
     source = manifest if manifest is not None else zoos[0]
     from ..studies.correlate.verdicts import check_bootstrap
 
@@ -191,7 +192,8 @@ def correlate(
         result = P.pool(parts, bootstrap=bootstrap, seed=seed, primary=primary)
         lost: list[str] = []
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
-        each = [run_one(z, bootstrap=0) for z in zoos]
+        # (correlate refuses bootstrap 0, so each zoo's own tables are computed and dropped)
+        each = [run_one(z, bootstrap=bootstrap, seed=seed) for z in zoos]
         lost = [m for r in each for m in r.data_failed]
         result = P.pool(
             [P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed, primary=primary

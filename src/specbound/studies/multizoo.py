@@ -42,13 +42,13 @@ the primary one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecboundError
+from .readback import read_zoo_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,7 +157,11 @@ class Study:
 
 
 def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """correlate.json, differences.csv and models.csv (when there) of ``folder``, through
+    their readers (``studies.readback``: a tampered file is one line naming file, row, column)."""
     import pandas as pd
+
+    from . import readback as R
 
     meta_file, diff_file = folder / "correlate.json", folder / "differences.csv"
     if not (meta_file.is_file() and diff_file.is_file()):
@@ -165,18 +169,15 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
             f"{folder} is not a folder written by 'specbound correlate' (no correlate.json and "
             "differences.csv); pass correlate output folders"
         )
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        d = pd.read_csv(diff_file)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise SpecboundError(f"cannot read {folder}: {exc}") from None
-    if not isinstance(meta, dict) or int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
+    meta = R.read_correlate_json(folder)
+    d = R.read_differences_csv(folder, meta)
+    if int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
         raise SpecboundError(
             f"{folder} was written before protocol v3 (no primary rows); re-evaluate it with "
             f"'specbound correlate {folder} --out {folder}'"
         )
     models_file = folder / "models.csv"
-    models = pd.read_csv(models_file) if models_file.is_file() else pd.DataFrame()
+    models = R.read_models_csv(folder, meta) if models_file.is_file() else pd.DataFrame()
     return meta, d, models
 
 
@@ -230,6 +231,12 @@ def study(
             f"secondary: {rec['folder']} shares {rec['shared_models']} models with "
             f"{rec['overlaps']}"
         )
+    notes += [
+        f"{p}: no primary row (its measures give no primary contrast); it adds nothing to the "
+        "primary table"
+        for p in paths
+        if not (read[p][1]["family"] == V.PRIMARY).any()
+    ]
     return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary)
 
 
@@ -333,11 +340,8 @@ def _recipe(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     for base in [*folder.resolve().parents, Path.cwd()]:
         f = base / zoo_dir / "zoo.json"
         if f.is_file():
-            try:
-                z = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, ValueError, UnicodeDecodeError):
-                return {}
-            return {k: z[k] for k in RECIPE_KEYS if isinstance(z, dict) and k in z}
+            z = read_zoo_json(f)
+            return {k: z[k] for k in RECIPE_KEYS if k in z}
     return {}
 
 

@@ -139,11 +139,13 @@ class TrackFile:
         self._marked = True
 
     def _ours(self) -> bool:
-        try:
-            info = json.loads(self.json.read_text())
-        except (OSError, ValueError):
+        if not self.json.is_file():
             return False
-        return isinstance(info, dict) and info.get("format") == TRACK_FORMAT
+        try:
+            read_track_json(self.json)
+        except SpecboundError:  # unreadable, not JSON, not ours
+            return False
+        return True
 
     def _check_and_load(self, resume: bool, overwrite: bool) -> None:
         if self.dir.exists() and not self.dir.is_dir():
@@ -280,9 +282,43 @@ def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
+def _track_schema(header: Sequence[str]) -> list[Any]:
+    """The checked columns of a track.csv with ``header``: ``step`` an integer >= 0, the
+    times >= 0, accuracies (``studies.gap``'s metric names) in [0, 1], ``nonfinite`` an integer
+    >= 0; every cell may be empty (undefined) but ``step``. Losses are the loop's own (any
+    finite value)."""
+    from ..io.readback import Column
+    from ..studies.gap import ACCURACY_PAIRS
+
+    accuracies = {c for pair in ACCURACY_PAIRS for c in pair}
+    out = [Column("step", "int", low=0.0)]
+    for c in header:
+        if c in ("wall_s", "analysis_s"):
+            out.append(Column(c, empty=True, low=0.0))
+        elif c in accuracies:
+            out.append(Column(c, empty=True, low=0.0, high=1.0))
+        elif c == NOTE_COLUMN:
+            out.append(Column(c, "int", empty=True, low=0.0))
+    return out
+
+
+def read_track_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """track.json (``path``: the file or its directory) as written: a JSON object whose
+    ``format`` is :data:`TRACK_FORMAT`; else one-line ``io.readback.ReadbackError``."""
+    from ..io.readback import fail, read_json_object
+
+    p = Path(path)
+    p = p / TRACK_JSON if p.is_dir() else p
+    info = read_json_object(p, TRACK_JSON)
+    if info.get("format") != TRACK_FORMAT:
+        raise fail(p, None, None, f"'format' is {info.get('format')!r}, not {TRACK_FORMAT!r}")
+    return info
+
+
 def read_track(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The rows of ``path`` (a tracker's out directory or its track.csv) as a DataFrame sorted
-    by step, floats exact; every cell a finite number or empty (NaN: undefined). One-line
+    by step, floats exact; every cell a finite number or empty (NaN: undefined), the ranges of
+    ``_track_schema`` (step an integer >= 0, accuracies in [0, 1], ...). One-line
     :class:`SpecboundError` for a file specbound did not write or a damaged one."""
     import pandas as pd
 
@@ -328,6 +364,10 @@ def read_track(path: str | os.PathLike[str]) -> pd.DataFrame:
             values[i] = v
         columns[col] = values
     df = pd.DataFrame(columns, columns=header)
+    from ..io.readback import check_column
+
+    for col in _track_schema(header):  # the ranges of the first read (accuracies, steps, ...)
+        df[col.name] = check_column(df[col.name], col, csv_path)
     dup = df["step"].duplicated()
     if df["step"].isna().any() or dup.any():
         which = f"step {df['step'][dup].iloc[0]:g} twice" if dup.any() else "an empty step"

@@ -38,7 +38,11 @@ def _split(tmp_path: Path) -> tuple[Path, Path]:
         d = tmp_path / name
         d.mkdir()
         models[keep].to_csv(d / "models.csv", index=False)
-        (d / "correlate.json").write_text(json.dumps({**meta, "manifest": f"zoo-{name}/zoo.csv"}))
+        n = int(keep.sum())  # the counts correlate.json holds agree with the split's tables
+        counts = {"n_models": n, "n_skipped": 0, "n_listed": n}
+        (d / "correlate.json").write_text(
+            json.dumps({**meta, **counts, "manifest": f"zoo-{name}/zoo.csv"})
+        )
         out.append(d)
     return out[0], out[1]
 
@@ -154,6 +158,9 @@ def test_skipped_names_are_kept_on_reevaluation_and_prefixed_only_when_shared(tm
     a, b = _split(tmp_path)
     for d in (a, b):
         skipped.iloc[[0 if d == a else 1]].to_csv(d / "skipped.csv", index=False)
+        meta = json.loads((d / "correlate.json").read_text())
+        counts = {"n_skipped": 1, "n_listed": meta["n_models"] + 1}
+        (d / "correlate.json").write_text(json.dumps({**meta, **counts}))
     again = P.pool([P.read_part(a)], bootstrap=0)
     assert list(again.skipped["model"]) == ["models/m-unconverged"]
     (b / "skipped.csv").write_text("model,reason\nmodels/m-unconverged,unconverged\n")
@@ -167,3 +174,116 @@ def test_skipped_names_are_kept_on_reevaluation_and_prefixed_only_when_shared(tm
     for _ in range(2):  # in place, as regenerate.sh does
         assert run_cli("correlate", out, "--out", out, "-q").code == 0
     assert list(pd.read_csv(out / "skipped.csv")["model"]) == ["models/m-unconverged"]
+
+
+# --- a correlate folder is read back with the checks of the first read (issue 44) -------------
+
+
+def _tamper(d: Path, row: int, column: str, value: object) -> None:
+    m = pd.read_csv(d / "models.csv")
+    m[column] = m[column].astype(object)
+    m.loc[row, column] = value
+    m.to_csv(d / "models.csv", index=False)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("gap", 5.0, "row 3, column 'gap': 5.0 is outside"),
+        ("depth", np.nan, "row 3, column 'depth': the cell is empty"),  # a new configuration
+        ("train_size", 2.5, "row 3, column 'train_size': 2.5 is not a whole number"),
+        ("spectrum_adaptive", "abc", "row 3, column 'spectrum_adaptive': 'abc' is not a number"),
+        ("spectrum_adaptive", True, "row 3, column 'spectrum_adaptive': 'True' is not a number"),
+        ("model", "models/m-x", None),  # a valid rename reads
+    ],
+)
+def test_tampered_models_csv_is_one_line(tmp_path, column, value, needle):
+    a, _ = _split(tmp_path)
+    _tamper(a, 1, column, value)
+    if needle is None:
+        assert "models/m-x" in set(P.read_part(a).models["model"])
+        return
+    with pytest.raises(P.SpecboundError, match=needle.replace("(", r"\(")):
+        P.read_part(a)
+
+
+def test_duplicated_or_missing_rows_and_a_bad_gap_word_are_refused(tmp_path):
+    a, _ = _split(tmp_path)
+    m = pd.read_csv(a / "models.csv")
+    pd.concat([m, m.iloc[[0]]]).to_csv(a / "models.csv", index=False)
+    with pytest.raises(P.SpecboundError, match=r"column 'model'.*repeats row 2"):
+        P.read_part(a)
+    m.iloc[:0].to_csv(a / "models.csv", index=False)  # header only
+    with pytest.raises(P.SpecboundError, match="0 rows"):
+        P.read_part(a)
+    m.iloc[1:].to_csv(a / "models.csv", index=False)  # a row less than correlate.json counts
+    with pytest.raises(P.SpecboundError, match="'n_models'"):
+        P.read_part(a)
+    m.to_csv(a / "models.csv", index=False)
+    meta = json.loads((a / "correlate.json").read_text())
+    (a / "correlate.json").write_text(json.dumps({**meta, "gap": "happiness"}))
+    with pytest.raises(P.SpecboundError, match="'gap' is 'happiness'"):
+        P.read_part(a)
+
+
+def test_a_folder_or_its_copy_given_twice_is_refused(tmp_path):
+    a, _ = _split(tmp_path)
+    with pytest.raises(P.SpecboundError, match="given twice"):
+        P.pool([P.read_part(a), P.read_part(tmp_path / "a" / ".." / "a")], bootstrap=0)
+    shutil.copytree(a, tmp_path / "copy")
+    with pytest.raises(P.SpecboundError, match="the same gap and measure values"):
+        P.pool([P.read_part(a), P.read_part(tmp_path / "copy")], bootstrap=0)
+    r = run_cli("correlate", a, tmp_path / "copy", "--out", tmp_path / "p", "--quiet")
+    assert r.code == 2 and "the same gap and measure values" in r.one_error_line()
+    r = run_cli("correlate", a, a, "--out", tmp_path / "p", "--quiet")
+    assert r.code == 2 and "given twice" in r.one_error_line()
+    assert not (tmp_path / "p").exists()
+
+
+def _tiny_zoo(root: Path, offset: int) -> Path:
+    """Four tiny BERTs (depth x width, one train size) with made-up metrics; ``offset`` makes
+    other weights and other test accuracies (another zoo of the same grid)."""
+    from tests.support.checkpoints import write_tiny_bert
+
+    rows = ["model,depth,width,train_size,train_acc,test_acc,converged"]
+    k = 0
+    for depth in (1, 2):
+        for width in (4, 8):
+            k += 1
+            name = f"m{k}"
+            write_tiny_bert(
+                root / name, layers=depth, hidden=width, heads=2, ffn=2 * width, seed=offset + k
+            )
+            rows.append(f"{name},{depth},{width},100,1.0,{0.9 - 0.07 * ((k + offset) % 4)},true")
+    (root / "zoo.csv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def test_cli_pools_two_zoo_directories(tmp_path):
+    """`correlate zA zB --out p` always exited 2 ("bootstrap 0 is too few draws")."""
+    from tests.studies.correlate.test_run import check_tables_against_reference
+
+    za, zb = _tiny_zoo(tmp_path / "zA", 0), _tiny_zoo(tmp_path / "zB", 10)
+    out = tmp_path / "p"
+    r = run_cli("correlate", za, zb, "--out", out, "--bootstrap", "200", "--quiet")
+    assert r.code == 0, r.err
+    models = pd.read_csv(out / "models.csv")
+    assert len(models) == 8 and sorted(set(models["zoo"])) == ["zA", "zB"]
+    assert models["model"].is_unique  # m1..m4 in both: prefixed with their zoo
+    for z in (za, zb):  # the gap is each zoo's recorded train - test accuracy
+        listed = pd.read_csv(z / "zoo.csv")
+        mine = models[models["zoo"] == z.name].reset_index(drop=True)
+        assert list(mine["gap"]) == list(listed["train_acc"] - listed["test_acc"])
+    check_tables_against_reference(out, ["depth", "width"])
+    meta = json.loads((out / "correlate.json").read_text())
+    assert meta["zoos"] == ["zA", "zB"] and meta["n_models"] == 8
+    again = tmp_path / "again"  # the pooled folder reads back and re-evaluates to itself
+    r = run_cli("correlate", out, "--out", again, "--bootstrap", "200", "--quiet")
+    assert r.code == 0, r.err
+    pd.testing.assert_frame_equal(pd.read_csv(again / "models.csv"), models)
+    r = run_cli("correlate", za, tmp_path / "zA", "--out", tmp_path / "x", "--quiet")
+    assert r.code == 2 and "given twice" in r.one_error_line()
+    shutil.copytree(za, tmp_path / "copy")
+    r = run_cli("correlate", za, tmp_path / "copy", "--out", tmp_path / "x", "--quiet")
+    assert r.code == 2 and "the same gap and measure values" in r.one_error_line()
+    assert not (tmp_path / "x").exists()

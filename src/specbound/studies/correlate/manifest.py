@@ -18,7 +18,6 @@ own models.csv, and ``$`` (TeX) in axis names or values.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -111,13 +110,9 @@ def _locate(p: Path) -> tuple[Path, dict[str, Any]]:
     meta_file = p / "zoo.json"
     if not meta_file.is_file():
         return manifest, {}
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"cannot read {meta_file}: {exc}") from None
-    if not isinstance(meta, dict):
-        raise ManifestError(f"{meta_file} must hold a JSON object with 'axes'")
-    return manifest, meta
+    from ..readback import read_zoo_json
+
+    return manifest, read_zoo_json(meta_file)
 
 
 def _check_file(manifest: Path) -> None:

@@ -1,7 +1,7 @@
 """Several zoos as one study, and correlate folders re-evaluated without analyzing again.
 
 A *part* is one zoo's analyzed models: either a ``Correlation`` just computed
-(``correlate(zoo, bootstrap=0)``) or a folder ``correlate`` wrote (its ``models.csv``,
+(``correlate(zoo)``; :func:`part_of`) or a folder ``correlate`` wrote (its ``models.csv``,
 ``skipped.csv`` and ``correlate.json``; nothing is loaded or analyzed again: the measures are
 read from the file). :func:`pool` joins parts that share their task, axes and gap into one
 models table, each model keeping its source in a ``zoo`` column (a model name that occurs in two
@@ -14,12 +14,13 @@ model of it (the intersection of the parts' missing configurations).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ...errors import Param, SpecboundError
 
@@ -84,7 +85,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     """A correlate folder as a part. Its grid (for the missing configurations) is the one its
     correlate.json records (protocol 3), else the zoo.json of ``grid`` (a zoo directory or
     zoo.json), else the zoo.json beside the manifest it names, when that exists."""
-    import pandas as pd
+    from .. import readback as R
 
     p = Path(folder)
     if not is_result_folder(p):
@@ -92,26 +93,10 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
             f"{p} is not a folder written by 'specbound correlate' (it needs "
             f"{' and '.join(RESULT_FILES)}); pass a correlate output folder or a zoo directory"
         )
-    try:
-        meta = json.loads((p / "correlate.json").read_text(encoding="utf-8"))
-        models = pd.read_csv(p / "models.csv")
-        skipped_file = p / "skipped.csv"
-        skipped = (
-            pd.read_csv(skipped_file)
-            if skipped_file.is_file() and skipped_file.stat().st_size > 0
-            else pd.DataFrame(columns=["model", "reason"])
-        )
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise SpecboundError(f"cannot read the correlate folder {p}: {exc}") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("axes"), list):
-        raise SpecboundError(f"{p / 'correlate.json'} has no 'axes' list; re-run correlate")
-    measures = [str(m) for m in meta.get("measures", [])]
-    absent = [c for c in ["model", "gap", *map(str, meta["axes"]), *measures] if c not in models]
-    if absent:
-        raise SpecboundError(
-            f"{p / 'models.csv'} lacks the column '{absent[0]}' that correlate.json names; "
-            "re-run correlate"
-        )
+    meta = R.read_correlate_json(p)
+    models = R.read_models_csv(p, meta)
+    skipped = R.read_skipped_csv(p, meta)
+    measures = list(meta["measures"])
     missing: list[str] | None = None
     notes: list[str] = []
     if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
@@ -121,10 +106,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         if zoo_json is not None:
             from .jobs import missing_configurations
 
-            try:
-                g = json.loads(zoo_json.read_text(encoding="utf-8")).get("grid")
-            except (OSError, ValueError, AttributeError) as exc:
-                raise SpecboundError(f"cannot read the grid of {zoo_json}: {exc}") from None
+            g = R.read_zoo_json(zoo_json).get("grid")
             missing = missing_configurations(g if isinstance(g, dict) else None, models)
         else:
             notes.append(
@@ -180,6 +162,48 @@ def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | No
     return None
 
 
+def check_distinct(paths: Sequence[str | Path]) -> None:
+    """Refuse a zoo directory or correlate folder given twice (compared resolved), before any
+    model is analyzed: pooling it would count its models twice."""
+    seen: dict[Path, str] = {}
+    for p in paths:
+        r = Path(p).resolve()
+        if r in seen:
+            raise SpecboundError(
+                f"{p} is given twice (as {seen[r]} too); pooling it would count its models "
+                "twice: pass each zoo once"
+            )
+        seen[r] = str(p)
+
+
+def _check_no_model_twice(parts: Sequence[Part]) -> None:
+    """Refuse two parts holding the same model: the same source (resolved), or a row whose
+    gap and measure values (the model's identity: its analysis) are those of a row of an
+    earlier part, as in a copied zoo or folder. A row without a finite measure is not
+    compared."""
+    check_distinct([q.source for q in parts])
+    measures = [m for m in parts[0].measures if all(m in q.measures for q in parts)]
+    seen: dict[tuple[str, ...], tuple[str, str]] = {}
+    for q in parts:
+        cols = ["gap", *measures]
+        if any(c not in q.models.columns for c in cols) or not measures:
+            continue
+        values = q.models[cols].to_numpy(dtype=float)
+        mine: dict[tuple[str, ...], str] = {}
+        for name, row in zip(q.models["model"].astype(str), values, strict=True):
+            if not np.isfinite(row[1:]).any():
+                continue
+            key = tuple(repr(float(x)) for x in row)
+            if key in seen:
+                other, src = seen[key]
+                raise SpecboundError(
+                    f"cannot pool {src} and {q.source}: model {name} of {q.source} is model "
+                    f"{other} of {src} (the same gap and measure values); pass each zoo once"
+                )
+            mine[key] = name
+        seen.update({k: (n, q.source) for k, n in mine.items()})
+
+
 def pool(
     parts: Sequence[Part],
     *,
@@ -189,8 +213,9 @@ def pool(
     primary: str = "auto",
 ) -> Correlation:
     """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
-    gap; measures are those every part has (the others are dropped with a note). ``primary``:
-    as ``correlate``'s (``table.check_primary``)."""
+    gap, and hold no model twice (``_check_no_model_twice``); measures are those every part has
+    (the others are dropped with a note). ``primary``: as ``correlate``'s
+    (``table.check_primary``)."""
     from . import table as T
     from .ceiling import rank_ceiling
     from .result import Correlation
@@ -199,6 +224,7 @@ def pool(
         raise SpecboundError("pool needs at least one zoo")
     first = parts[0]
     _check_alike(parts)
+    _check_no_model_twice(parts)
     names = _names(parts)
     measures = [m for m in first.measures if all(m in q.measures for q in parts)]
     dropped = sorted({m for q in parts for m in q.measures} - set(measures))

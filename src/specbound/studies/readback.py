@@ -1,0 +1,303 @@
+"""The one reader of each file a study writes and specbound reads back (issue 44).
+
+Every caller that reads one of these files again goes through its reader here, which applies the
+checks of the first read (``io.readback``: columns and types, finite and in range, unique keys,
+counts that agree with correlate.json); a tampered or truncated file is one
+:class:`~specbound.io.readback.ReadbackError` line naming the file, the row and the column
+(CLI exit 2). Columns a reader does not know are kept as read (later versions add columns).
+
+=====================  ==========================================================================
+file                   reader
+=====================  ==========================================================================
+correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` lists of distinct
+                       names (no measure an axis), ``gap`` accuracy or loss, counts integers >= 0
+models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
+                       (finite); ``gap`` finite, in [-1, 1] for an accuracy gap; accuracies in
+                       [0, 1]; losses >= 0; ``train_size`` a positive integer; measures numbers
+                       or empty; ``converged`` true/false; as many rows as ``n_models``
+skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
+differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
+                       adjusted >= raw; ``B`` an integer >= 0; ``family`` primary/exploratory;
+                       ``verdict`` a verdict word; one row per contrast (primary) and per
+                       measure, versus, statistic (exploratory); with correlate.json: exactly
+                       the primary contrasts its measures allow
+correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; tau and psi in [-1, 1],
+                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0
+zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``grid`` axis ->
+                       non-empty list (``axes``: the manifest reader's axis checks)
+zoo.csv                the manifest reader (``correlate.manifest.read_zoo`` and
+                       ``validate_manifest``): :func:`read_zoo_csv`
+claims.csv             :func:`read_claims_csv`: the six text columns, ``claim`` unique, ``verdict``
+                       a verdict word
+=====================  ==========================================================================
+
+track.csv and track.json are read by ``track.trackfile`` (beside their writer), with the same
+machinery.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..io.readback import (
+    Column,
+    ReadbackError,
+    fail,
+    json_field,
+    read_json_object,
+    read_table,
+    text_list,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "ReadbackError",
+    "read_claims_csv",
+    "read_correlate_json",
+    "read_correlation_csv",
+    "read_differences_csv",
+    "read_models_csv",
+    "read_skipped_csv",
+    "read_zoo_csv",
+    "read_zoo_json",
+]
+
+GAP_NAMES = ("accuracy", "loss")
+#: Manifest columns whose values have a range wherever they appear (as in the first read).
+METRIC_SCHEMA = (
+    Column("train_acc", required=False, empty=True, low=0.0, high=1.0),
+    Column("test_acc", required=False, empty=True, low=0.0, high=1.0),
+    Column("train_loss", required=False, empty=True, low=0.0),
+    Column("test_loss", required=False, empty=True, low=0.0),
+    Column("train_size", "int", required=False, empty=True, low=1.0, high=2.0**53),
+    Column("test_size", "int", required=False, empty=True, low=0.0, high=2.0**53),
+    Column("steps", "int", required=False, empty=True, low=0.0),
+    Column("wall_s", required=False, empty=True, low=0.0),
+)
+CLAIM_COLUMNS = ("claim", "folder", "measure", "versus", "statistic", "verdict")
+
+
+def _folder_file(path: str | Path, name: str) -> Path:
+    p = Path(path)
+    return p / name if p.is_dir() else p
+
+
+def read_correlate_json(path: str | Path) -> dict[str, Any]:
+    """correlate.json of a correlate folder (or the file itself), checked (module doc)."""
+    p = _folder_file(path, "correlate.json")
+    meta = read_json_object(p, "correlate.json")
+    json_field(meta, "protocol", int, p, required=False, low=0)
+    axes = text_list(meta, "axes", p)
+    measures = text_list(meta, "measures", p)
+    both = [m for m in measures if m in axes]
+    if both:
+        raise fail(p, None, None, f"'{both[0]}' is both an axis and a measure")
+    gap = json_field(meta, "gap", str, p, required=False, default="accuracy")
+    if gap not in GAP_NAMES:
+        raise fail(p, None, None, f"'gap' is {gap!r}, not one of {', '.join(GAP_NAMES)}")
+    json_field(meta, "task", (str, type(None)), p, required=False)
+    json_field(meta, "manifest", str, p, required=False)
+    for count in ("n_listed", "n_models", "n_skipped", "n_unconverged", "n_configurations"):
+        json_field(meta, count, int, p, required=False, low=0)
+    for count in ("bootstrap", "seed", "primary_bootstrap"):
+        json_field(meta, count, int, p, required=False, low=0)
+    json_field(meta, "include_unconverged", bool, p, required=False)
+    text_list(meta, "missing_configurations", p, required=False)
+    text_list(meta, "zoos", p, required=False)
+    n: dict[str, int] = {
+        k: meta[k] for k in ("n_listed", "n_models", "n_skipped") if meta.get(k) is not None
+    }
+    if len(n) == 3 and n["n_models"] + n["n_skipped"] != n["n_listed"]:
+        raise fail(
+            p, None, None, f"n_models {n['n_models']} + n_skipped {n['n_skipped']} is not "
+            f"n_listed {n['n_listed']}"
+        )  # fmt: skip
+    return meta
+
+
+def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
+    """models.csv of a correlate folder (or the file itself) for its correlate.json ``meta``
+    (:func:`read_correlate_json`), checked (module doc)."""
+    p = _folder_file(path, "models.csv")
+    axes, measures = list(meta["axes"]), list(meta["measures"])
+    accuracy = meta.get("gap", "accuracy") == "accuracy"
+    gap = Column("gap", low=-1.0 if accuracy else None, high=1.0 if accuracy else None)
+    schema = [
+        Column("model", "text"),
+        Column("zoo", "text", required=False),
+        *(Column(a, "value") for a in axes),
+        gap,
+        Column("converged", "bool", required=False),
+        *METRIC_SCHEMA,
+        *(Column(m, empty=True) for m in measures),
+        Column("spectrum_adaptive_share_p0", required=False, empty=True, low=0.0, high=1.0),
+        Column("spectrum_adaptive_ceiling_gap", required=False, empty=True),
+    ]
+    models = read_table(p, schema, key=["model"], what="models.csv")
+    _count(p, meta, "n_models", len(models), "models")
+    return models
+
+
+def read_skipped_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """skipped.csv of a correlate folder (``model, reason``; an empty file: none skipped)."""
+    import pandas as pd
+
+    p = _folder_file(path, "skipped.csv")
+    if not p.exists() or (p.is_file() and p.stat().st_size == 0):
+        skipped = pd.DataFrame(columns=["model", "reason"])
+    else:
+        schema = [Column("model", "text"), Column("reason", "text", empty=True)]
+        skipped = read_table(p, schema, key=["model"], min_rows=0, what="skipped.csv")
+    if meta is not None:
+        _count(p, meta, "n_skipped", len(skipped), "skipped models")
+    return skipped
+
+
+def _count(p: Path, meta: dict[str, Any], key: str, n: int, what: str) -> None:
+    want = meta.get(key)
+    if want is not None and want != n:
+        raise fail(p, None, None, f"{n} {what}, but correlate.json's '{key}' is {want}")
+
+
+def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """differences.csv of a correlate folder (or the file itself), checked (module doc); with
+    the folder's correlate.json ``meta`` the primary rows must be those its measures allow."""
+    from .correlate import verdicts as V
+
+    p = _folder_file(path, "differences.csv")
+    unit = dict(empty=True, low=0.0, high=1.0)
+    schema = [
+        Column("measure", "text"),
+        Column("versus", "text"),
+        Column("statistic", "text"),
+        Column("delta", empty=True),
+        Column("low", empty=True),
+        Column("high", empty=True),
+        Column("family", "text", required=False, choices=(V.PRIMARY, V.EXPLORATORY)),
+        Column("contrast", "text", required=False, empty=True),
+        Column("B", "int", required=False, empty=True, low=0.0),
+        Column("p", required=False, **unit),  # type: ignore[arg-type]
+        Column("p_holm", required=False, **unit),  # type: ignore[arg-type]
+        Column("q_bh", required=False, **unit),  # type: ignore[arg-type]
+        Column("verdict", "text", required=False, choices=V.VERDICTS),
+        Column("evidence", "text", required=False, empty=True),
+    ]
+    key = ["family", "measure", "versus", "statistic"] if "family" in _header(p) else []
+    d = read_table(p, schema, key=key or ["measure", "versus", "statistic"], min_rows=0,
+                   what="differences.csv")  # fmt: skip
+    for adjusted in ("p_holm", "q_bh"):
+        if adjusted in d.columns and "p" in d.columns:
+            a, raw = d[adjusted].to_numpy(float), d["p"].to_numpy(float)
+            for i in range(len(d)):
+                if a[i] < raw[i]:  # NaN compares False: an undefined figure passes
+                    raise fail(
+                        p, i + 2, adjusted, f"{float(a[i])!r} is below p = {float(raw[i])!r}"
+                    )
+    if "family" in d.columns:
+        _check_primary(p, d, meta, V)
+    return d
+
+
+def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any) -> None:
+    """One primary row per contrast, with the contrast's measures; with ``meta``: exactly the
+    contrasts whose two measures it lists, on its primary statistic."""
+    prim = d[d["family"] == V.PRIMARY]
+    known = {c: (a, b) for c, a, b in V.PRIMARY_CONTRASTS}
+    seen: set[str] = set()
+    for i, row in prim.iterrows():
+        c = row.get("contrast")
+        if c not in known or (row["measure"], row["versus"]) != known[c]:
+            raise fail(p, int(i) + 2, "contrast", f"{c!r} is not a primary contrast of its row")
+        if c in seen:
+            raise fail(p, int(i) + 2, "contrast", f"contrast {c} twice")
+        seen.add(c)
+    if meta is None:
+        return
+    measures = set(meta["measures"])
+    want = {c for c, (a, b) in known.items() if a in measures and b in measures}
+    if seen != want:
+        gone = sorted(want - seen) or sorted(seen - want)
+        raise fail(
+            p, None, "contrast", f"its primary rows are {sorted(seen)}; correlate.json's "
+            f"measures give {sorted(want)} ({gone[0]} differs)"
+        )  # fmt: skip
+    stat = meta.get("primary_statistic")
+    if stat is not None:
+        for i, row in prim.iterrows():
+            if row["statistic"] != stat:
+                raise fail(p, int(i) + 2, "statistic", f"{row['statistic']!r}, not {stat!r}")
+
+
+def _header(p: Path) -> list[str]:
+    import csv
+
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            return next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []  # read_table names the problem
+
+
+def read_correlation_csv(path: str | Path) -> pd.DataFrame:
+    """correlation.csv of a correlate folder (or the file itself), checked (module doc)."""
+    p = _folder_file(path, "correlation.csv")
+    cols = _header(p)
+    schema = [Column("measure", "text")]
+    for c in cols:
+        if c == "measure" or c.endswith("_axes") or c.endswith("_axis") or c == "verdict":
+            continue
+        if c in ("n_models", "n_configurations") or c.endswith(("_pairs", "_groups")):
+            schema.append(Column(c, "int", empty=True, low=0.0))
+        elif c.startswith(("kendall_tau", "psi", "tau_fixed_n")):
+            schema.append(Column(c, empty=True, low=-1.0, high=1.0))
+        elif c.startswith("sign_error"):
+            schema.append(Column(c, empty=True, low=0.0, high=1.0))
+        elif c.startswith("cmi"):
+            schema.append(Column(c, empty=True, low=0.0))
+    return read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
+
+
+def read_zoo_json(path: str | Path) -> dict[str, Any]:
+    """zoo.json of a zoo directory (or the file itself), checked (module doc)."""
+    p = _folder_file(path, "zoo.json")
+    meta = read_json_object(p, "zoo.json")
+    json_field(meta, "task", (str, type(None)), p, required=False)
+    json_field(meta, "preset", (str, type(None)), p, required=False)
+    grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
+    for axis, values in (grid or {}).items():
+        if not isinstance(values, list) or not values:
+            raise fail(p, None, None, f"grid axis '{axis}' must list its values, got {values!r}")
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise fail(p, None, None, f"grid axis '{axis}' holds {v!r}")
+    return meta
+
+
+def read_zoo_csv(path: str | Path) -> pd.DataFrame:
+    """zoo.csv of a zoo directory (or a manifest): the manifest reader's table, with the value
+    checks of the first read (``validate_manifest``)."""
+    from .correlate import manifest as M
+
+    zoo = M.read_zoo(path)
+    M.validate_manifest(zoo, ())
+    return zoo.table
+
+
+def read_claims_csv(path: str | Path) -> pd.DataFrame:
+    """claims.csv (benchmarks/generalization): the columns ``CLAIM_COLUMNS`` in order, every
+    cell text, ``claim`` unique, ``verdict`` a verdict word."""
+    import pandas as pd
+
+    from .correlate import verdicts as V
+
+    p = Path(path)
+    if _header(p) != list(CLAIM_COLUMNS) and p.is_file() and p.stat().st_size:
+        raise fail(p, 1, None, f"the columns must be {','.join(CLAIM_COLUMNS)}")
+    schema = [Column(c, "text") for c in CLAIM_COLUMNS[:-1]]
+    schema.append(Column("verdict", "text", choices=V.VERDICTS))
+    claims = read_table(p, schema, key=["claim"], min_rows=0, what="claims.csv")
+    return claims.astype(str) if len(claims) else pd.DataFrame(columns=list(CLAIM_COLUMNS))

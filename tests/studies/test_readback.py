@@ -1,0 +1,129 @@
+"""The readers of files specbound reads back (studies.readback, io.readback): a valid file
+reads with every number as a plain ``pandas.read_csv`` gives it; a tampered one is one line
+naming the file, the row and the column (issue 44)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specbound.io.readback import ReadbackError
+from specbound.studies import readback as R
+from tests.support.cli_runner import run_cli
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "generalization"
+FOLDER = BENCH / "results" / "sparse-parity-fixed-n"
+ZOO = BENCH / "zoos" / "sparse-parity-fixed-n"
+
+
+def _copy(tmp_path: Path) -> Path:
+    d = tmp_path / "c"
+    shutil.copytree(FOLDER, d, ignore=shutil.ignore_patterns("figures", "report.html"))
+    return d
+
+
+def _set(path: Path, row: int, column: str, value: object) -> None:
+    t = pd.read_csv(path)
+    t[column] = t[column].astype(object)
+    t.loc[row, column] = value
+    t.to_csv(path, index=False)
+
+
+def test_valid_committed_files_read_as_a_plain_read_gives_them():
+    meta = R.read_correlate_json(FOLDER)
+    for name, got in [
+        ("models.csv", R.read_models_csv(FOLDER, meta)),
+        ("differences.csv", R.read_differences_csv(FOLDER, meta)),
+        ("correlation.csv", R.read_correlation_csv(FOLDER)),
+    ]:
+        plain = pd.read_csv(FOLDER / name)
+        assert list(got.columns) == list(plain.columns), name
+        for c in plain.columns:
+            if plain[c].dtype.kind == "f":
+                np.testing.assert_array_equal(got[c].to_numpy(float), plain[c].to_numpy(float))
+    assert len(R.read_skipped_csv(FOLDER, meta)) == meta["n_skipped"]
+    assert R.read_zoo_json(ZOO)["grid"] == json.loads((ZOO / "zoo.json").read_text())["grid"]
+    assert len(R.read_zoo_csv(ZOO)) == len(pd.read_csv(ZOO / "zoo.csv"))
+    claims = R.read_claims_csv(BENCH / "claims.csv")
+    assert claims.equals(pd.read_csv(BENCH / "claims.csv", dtype=str))
+
+
+def test_extra_columns_of_other_versions_are_kept(tmp_path):
+    d = _copy(tmp_path)
+    m = pd.read_csv(d / "models.csv")
+    m["adaptive_headroom_min"] = 0.25
+    m.to_csv(d / "models.csv", index=False)
+    diffs = pd.read_csv(d / "differences.csv")
+    diffs["verdict_stable"] = True
+    diffs.to_csv(d / "differences.csv", index=False)
+    meta = R.read_correlate_json(d)
+    assert (R.read_models_csv(d, meta)["adaptive_headroom_min"] == 0.25).all()
+    assert R.read_differences_csv(d, meta)["verdict_stable"].all()
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("kendall_tau", 1.5, "row 3, column 'kendall_tau': 1.5 is outside [-1, 1]"),
+        ("n_models", 4.5, "row 3, column 'n_models': 4.5 is not a whole number"),
+        ("sign_error", -0.1, "row 3, column 'sign_error': -0.1 is outside [0, 1]"),
+        ("measure", "norm_based", "row 3, column 'measure': measure=norm_based repeats"),
+    ],
+)
+def test_tampered_correlation_csv_is_one_line(tmp_path, column, value, needle):
+    d = _copy(tmp_path)
+    if column == "measure":
+        value = pd.read_csv(d / "correlation.csv")["measure"][0]
+        needle = f"row 3, column 'measure': measure={value} repeats row 2"
+    _set(d / "correlation.csv", 1, column, value)
+    with pytest.raises(ReadbackError, match=needle.replace("[", r"\[").replace("]", r"\]")):
+        R.read_correlation_csv(d)
+
+
+def test_tampered_json_skipped_and_claims_are_one_line(tmp_path):
+    d = _copy(tmp_path)
+    meta = json.loads((d / "correlate.json").read_text())
+    for bad, needle in [
+        ({**meta, "n_models": -1}, "'n_models' is -1"),
+        ({**meta, "n_models": True}, "'n_models' is True"),
+        ({**meta, "measures": [*meta["measures"], meta["measures"][0]]}, "names an entry twice"),
+        ({**meta, "measures": [*meta["measures"], meta["axes"][0]]}, "both an axis and a measure"),
+        ({k: v for k, v in meta.items() if k != "axes"}, "the key 'axes' is missing"),
+        ({**meta, "n_listed": meta["n_listed"] + 1}, "is not n_listed"),
+    ]:
+        (d / "correlate.json").write_text(json.dumps(bad))
+        with pytest.raises(ReadbackError, match=needle):
+            R.read_correlate_json(d)
+    (d / "correlate.json").write_text(json.dumps(meta))
+    skipped = (d / "skipped.csv").read_text()
+    (d / "skipped.csv").write_text(skipped + skipped.splitlines()[1] + "\n")
+    with pytest.raises(ReadbackError, match=r"skipped\.csv: row 3, column 'model'"):
+        R.read_skipped_csv(d, meta)
+    (d / "skipped.csv").write_text(skipped.rstrip("\n"))  # cut short: no final line end
+    with pytest.raises(ReadbackError, match="no line end"):
+        R.read_skipped_csv(d, meta)
+    zoo = tmp_path / "zoo.json"
+    zoo.write_text(json.dumps({"task": "t", "grid": {"depth": []}}))
+    with pytest.raises(ReadbackError, match="grid axis 'depth'"):
+        R.read_zoo_json(zoo)
+    claims = tmp_path / "claims.csv"
+    shutil.copy(BENCH / "claims.csv", claims)
+    _set(claims, 0, "verdict", "splendid")
+    with pytest.raises(ReadbackError, match="row 2, column 'verdict': 'splendid'"):
+        R.read_claims_csv(claims)
+
+
+def test_cli_reevaluation_of_a_tampered_folder_is_one_line_and_writes_nothing(tmp_path):
+    d = _copy(tmp_path)
+    _set(d / "models.csv", 4, "gap", 5.0)
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    r = run_cli("correlate", d, "--out", d, "--quiet")
+    assert r.code == 2
+    line = r.one_error_line()
+    assert "models.csv: row 6, column 'gap': 5.0 is outside [-1, 1]" in line
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
