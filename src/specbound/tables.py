@@ -44,6 +44,7 @@ MATRIX_COLUMNS = [
     "contribution",
     "log10_scale",
     "log10_contribution",
+    "adaptive_headroom",
 ]
 
 WEIGHT_COLUMNS = [
@@ -186,13 +187,15 @@ def matrix_columns(a: Analysis) -> dict[str, np.ndarray]:
             "contribution": _exp(d.log_contribution),
             "log10_scale": d.log_scale / LN10,
             "log10_contribution": d.log_contribution / LN10,
+            "adaptive_headroom": a.adaptive_headroom,
         }
     )
 
 
 def layer_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.layers`` as numpy arrays: the depth factor, log10 xi, the
-    contributions by matrix type and the p* counts of each layer."""
+    contributions by matrix type, the p* counts of each layer and, per matrix type t,
+    ``adaptive_headroom_min_<t>`` (the smallest headroom of the layer's t matrices)."""
     s, d = a.spectra, a.details
     L = a.spec.num_layers
     c = _exp(d.log_contribution)
@@ -222,7 +225,63 @@ def layer_columns(a: Analysis) -> dict[str, np.ndarray]:
     out["mean_p_star"] = np.bincount(s.layer, weights=d.p_star, minlength=L) / np.maximum(
         np.bincount(s.layer, minlength=L), 1
     )
+    out.update(headroom_by_layer_type(s.layer, s.matrix_type, a.adaptive_headroom, L))
     return missing_if_not_finite(out)
+
+
+def headroom_by_layer_type(
+    layer: np.ndarray, matrix_type: np.ndarray, headroom: np.ndarray, num_layers: int
+) -> dict[str, np.ndarray]:
+    """``adaptive_headroom_min_<t>``: per layer, the smallest defined adaptive headroom of its
+    matrices of type t (``matrix_type`` as indices into MATRIX_TYPES); NaN where none."""
+    h = np.asarray(headroom, dtype=np.float64)
+    out = {}
+    for t, name in enumerate(MATRIX_TYPES):
+        col = np.full(num_layers, np.nan)
+        for l in range(num_layers):
+            v = h[(layer == l) & (matrix_type == t) & ~np.isnan(h)]
+            if v.size:
+                col[l] = float(np.min(v))
+        out[f"adaptive_headroom_min_{name}"] = col
+    return out
+
+
+def _factor_text(decades: float) -> str:
+    """10^decades as a factor: ``7.4x`` below 1000, else ``10^26.7x``."""
+    return f"{10.0**decades:.2g}x" if decades < 3 else f"10^{decades:.1f}x"
+
+
+def headroom_sentence(a: Analysis) -> str | None:
+    """The adaptive headroom in plain words (SPEC 4), from the matrices with the smallest and
+    the largest headroom; None when no matrix has one."""
+    h = np.asarray(a.adaptive_headroom, dtype=np.float64)
+    if not np.any(np.isfinite(h)):
+        return None
+    s = a.spectra
+    h = np.where(np.isfinite(h), h, np.nan)
+    lo, hi = int(np.nanargmin(h)), int(np.nanargmax(h))
+
+    def name(i: int) -> str:
+        head = f" (head {int(s.head[i])})" if int(s.head[i]) >= 0 else ""
+        return f"layer {int(s.layer[i])}'s {MATRIX_TYPES[int(s.matrix_type[i])]}{head}"
+
+    span = f"adaptive headroom {h[lo]:.3g} to {h[hi]:.3g} decades"
+    if h[lo] > 0:
+        return (
+            f"The bound would use a trained spectrum only if the scale of {name(lo)} shrank "
+            f"{_factor_text(h[lo])}; for {name(hi)}, {_factor_text(h[hi])} ({span})."
+        )
+    n_used = int(np.sum(h <= 0))
+    text = (
+        f"{n_used} of {int(np.sum(~np.isnan(h)))} matrices already use their spectrum (p* > 0); "
+        f"{name(lo)} would fall back to the rank count only if its scale grew "
+        f"{_factor_text(-h[lo])}"
+    )
+    if h[hi] > 0:
+        text += (
+            f"; {name(hi)} would use its spectrum only if its scale shrank {_factor_text(h[hi])}"
+        )
+    return text + f" ({span})."
 
 
 def details_frame(a: Analysis) -> pd.DataFrame:

@@ -190,7 +190,7 @@ def answer_html(a: Analysis) -> str:
     lines.append(
         f"<p><b>Which p they chose:</b> {escape(dist)} (of {len(s):,} matrices; grid m = "
         f"{a.grid_m}, p in {{0, 1/m, ..., 2}}). {escape(explain_p(d.p_star, a))}"
-        f"</p><p>{escape(P_MEANING)}</p>"
+        f"</p><p>{escape(P_MEANING)}</p><p>{escape(a.headroom_sentence() or '')}</p>"
     )
     depth0 = float(d.log_alpha[0] / np.log(10.0)) if d.log_alpha.size else 0.0
     params = "" if a.num_parameters is None else f", {a.num_parameters:,} parameters"
