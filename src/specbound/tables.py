@@ -63,6 +63,10 @@ WEIGHT_COLUMNS = [
     "htsr_num_tail",
     "htsr_fit",
     "htsr_fit_reason",
+    "lambda_max",
+    "log_norm",
+    "log_spectral_norm",
+    "log_alpha_norm",
 ]
 
 #: ``details()``: the raw weights' names by role (SPEC 9's W_Q, W_K, W_V, W_O, W_in, W_out).
@@ -116,7 +120,7 @@ def missing_if_not_finite(columns: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.weights`` (``WEIGHT_COLUMNS``) as numpy arrays."""
     from .linalg.weights import WeightSpectra
-    from .measures._htsr import fit_quality, weight_fits
+    from .measures._htsr import fit_quality, weight_fits, ww_norm_metrics
 
     w = a.weight_spectra or WeightSpectra.empty()
     fits = weight_fits(a.measure_input())
@@ -135,6 +139,13 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
             log10_lmax[i] = f.log10_lmax
     weighted = alpha * log10_lmax
     quality = [fit_quality(f) for f in fits]
+    ww = np.array(
+        [
+            ww_norm_metrics(w.singular_values(i), int(min(w.rows[i], w.cols[i])), f.alpha)
+            for i, f in enumerate(fits)
+        ],
+        dtype=np.float64,
+    ).reshape(len(fits), 4)
     return missing_if_not_finite(
         {
             "layer": w.layer,
@@ -152,6 +163,10 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
             "htsr_num_tail": pd_int(col("num_tail")),
             "htsr_fit": np.array([q[0] for q in quality], dtype=object),
             "htsr_fit_reason": np.array([q[1] for q in quality], dtype=object),
+            "lambda_max": ww[:, 0],
+            "log_norm": ww[:, 1],
+            "log_spectral_norm": ww[:, 2],
+            "log_alpha_norm": ww[:, 3],
         }
     )
 
