@@ -135,6 +135,26 @@ def test_power_law_fit_equals_brute_force_loop(n, seed, tail):
     assert got.num_tail == want[3]
 
 
+@pytest.mark.parametrize("decades", [0, 200])
+def test_ww_norm_metrics_by_hand_also_beyond_float64(decades):
+    """lambda_max, log_norm, log_spectral_norm, log_alpha_norm of s = (3, 2, 1) * 10^decades,
+    written out: lambda = (9, 4, 1) * 10^(2 decades); beyond float64 the logs stay exact."""
+    from specbound.measures._htsr import ww_norm_metrics
+
+    sv = np.array([3.0, 2.0, 1.0]) * 10.0**decades
+    lmax, log_norm, log_spec, log_alpha = ww_norm_metrics(sv, 3, 1.5)
+    assert log_norm == pytest.approx(math.log10(14.0) + 2 * decades, rel=1e-14)
+    assert log_spec == pytest.approx(math.log10(9.0) + 2 * decades, rel=1e-14)
+    want = math.log10(27.0 + 8.0 + 1.0) + 3 * decades
+    assert log_alpha == pytest.approx(want, rel=1e-14)
+    if decades == 0:
+        assert lmax == pytest.approx(9.0, rel=1e-15)
+    else:
+        assert lmax == math.inf  # the CSV writes it empty; its log10 is log_spectral_norm
+    assert math.isnan(ww_norm_metrics(sv, 3, None)[3])
+    assert all(math.isnan(v) for v in ww_norm_metrics(np.zeros(3), 3, 1.5))
+
+
 def test_power_law_fit_undefined_below_20():
     assert power_law_fit(np.arange(1.0, 20.0)).alpha is None
     assert power_law_fit(np.arange(1.0, 21.0)).alpha is not None
@@ -379,6 +399,10 @@ def test_cli_measures_outputs(minilm_dir, tmp_path):
         "htsr_num_tail",
         "htsr_fit",
         "htsr_fit_reason",
+        "lambda_max",
+        "log_norm",
+        "log_spectral_norm",
+        "log_alpha_norm",
     ]
     assert w["htsr_alpha"].mean() == pytest.approx(summary["measures"]["htsr_alpha"], rel=1e-12)
 

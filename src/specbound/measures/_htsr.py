@@ -173,9 +173,7 @@ def ww_norm_metrics(
     log_lam = 2.0 * np.log(kept)
     log_max = float(np.max(log_lam))
     lambda_max = math.exp(log_max) if log_max <= LOG_MAX else math.inf
-    log_alpha_norm = (
-        math.nan if alpha is None else float(logsumexp(alpha * log_lam)) / LN10
-    )
+    log_alpha_norm = math.nan if alpha is None else float(logsumexp(alpha * log_lam)) / LN10
     return lambda_max, float(logsumexp(log_lam)) / LN10, log_max / LN10, log_alpha_norm
 
 
