@@ -202,6 +202,42 @@ class Analysis:
             self.spec.num_layers,
         )
 
+    @property
+    def adaptive_headroom(self) -> np.ndarray:
+        """Per matrix (``spectra`` order), log10 s - max_{p > 0} T_p(A) / ln 10 in decades
+        (SPEC 4): > 0 means p* = 0 and the scale would have to shrink that many decades before
+        any p > 0 beats the rank count; NaN for rank 0 or a spectrum beyond float64."""
+        if "_adaptive_headroom" not in self.__dict__:
+            from .measures.spectrum_adaptive import adaptive_headrooms
+
+            s, d = self.spectra, self.details
+            self.__dict__["_adaptive_headroom"] = adaptive_headrooms(
+                [s.singular_values(i) for i in range(len(s))],
+                np.minimum(s.rows, s.cols),
+                d.log_scale,
+                self.spec.hidden_size,
+                d.grid,
+            )
+        return self.__dict__["_adaptive_headroom"]
+
+    @property
+    def adaptive_headroom_min(self) -> float:
+        """The smallest adaptive headroom over the matrices (the one closest to using its
+        spectrum; <= 0: some matrix already does); NaN when a spectrum is beyond float64 or no
+        matrix has rank >= 1."""
+        from .measures.spectrum_adaptive import headroom_min
+
+        if not np.all(np.isfinite(self.spectra.sv_values)):
+            return math.nan
+        return headroom_min(self.adaptive_headroom)
+
+    def headroom_sentence(self) -> str | None:
+        """The headroom in plain words: how far the scale of the matrix closest to using its
+        spectrum (and of the farthest) would have to shrink (None when undefined)."""
+        from .tables import headroom_sentence
+
+        return headroom_sentence(self)
+
     def contribution_curves(self) -> np.ndarray:
         """log c(A, p) over the p grid for every matrix, shape (matrices, grid) (SPEC 4); what
         the contribution-vs-p figure draws."""
@@ -223,11 +259,13 @@ class Analysis:
     def diagnostics(self) -> dict[str, float]:
         """The rank-ceiling diagnosis as one flat dict, for every per-model row (summary.json,
         models.csv, track.csv): ``spectrum_adaptive_share_p0``,
-        ``spectrum_adaptive_ceiling_gap``, ``log10_spectrum_adaptive_ceiling``."""
+        ``spectrum_adaptive_ceiling_gap``, ``log10_spectrum_adaptive_ceiling``,
+        ``adaptive_headroom_min``."""
         return {
             "spectrum_adaptive_share_p0": self.spectrum_adaptive_share_p0,
             "spectrum_adaptive_ceiling_gap": self.spectrum_adaptive_ceiling_gap,
             "log10_spectrum_adaptive_ceiling": self.log10_spectrum_adaptive_ceiling,
+            "adaptive_headroom_min": self.adaptive_headroom_min,
         }
 
     def htsr_fit_summary(self) -> dict[str, float | int | None]:

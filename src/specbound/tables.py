@@ -44,6 +44,7 @@ MATRIX_COLUMNS = [
     "contribution",
     "log10_scale",
     "log10_contribution",
+    "adaptive_headroom",
 ]
 
 WEIGHT_COLUMNS = [
@@ -62,6 +63,10 @@ WEIGHT_COLUMNS = [
     "htsr_num_tail",
     "htsr_fit",
     "htsr_fit_reason",
+    "lambda_max",
+    "log_norm",
+    "log_spectral_norm",
+    "log_alpha_norm",
 ]
 
 #: ``details()``: the raw weights' names by role (SPEC 9's W_Q, W_K, W_V, W_O, W_in, W_out).
@@ -115,7 +120,7 @@ def missing_if_not_finite(columns: dict[str, np.ndarray]) -> dict[str, np.ndarra
 def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.weights`` (``WEIGHT_COLUMNS``) as numpy arrays."""
     from .linalg.weights import WeightSpectra
-    from .measures._htsr import fit_quality, weight_fits
+    from .measures._htsr import fit_quality, weight_fits, ww_norm_metrics
 
     w = a.weight_spectra or WeightSpectra.empty()
     fits = weight_fits(a.measure_input())
@@ -134,6 +139,13 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
             log10_lmax[i] = f.log10_lmax
     weighted = alpha * log10_lmax
     quality = [fit_quality(f) for f in fits]
+    ww = np.array(
+        [
+            ww_norm_metrics(w.singular_values(i), int(min(w.rows[i], w.cols[i])), f.alpha)
+            for i, f in enumerate(fits)
+        ],
+        dtype=np.float64,
+    ).reshape(len(fits), 4)
     return missing_if_not_finite(
         {
             "layer": w.layer,
@@ -151,6 +163,10 @@ def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
             "htsr_num_tail": pd_int(col("num_tail")),
             "htsr_fit": np.array([q[0] for q in quality], dtype=object),
             "htsr_fit_reason": np.array([q[1] for q in quality], dtype=object),
+            "lambda_max": ww[:, 0],
+            "log_norm": ww[:, 1],
+            "log_spectral_norm": ww[:, 2],
+            "log_alpha_norm": ww[:, 3],
         }
     )
 
@@ -186,13 +202,15 @@ def matrix_columns(a: Analysis) -> dict[str, np.ndarray]:
             "contribution": _exp(d.log_contribution),
             "log10_scale": d.log_scale / LN10,
             "log10_contribution": d.log_contribution / LN10,
+            "adaptive_headroom": a.adaptive_headroom,
         }
     )
 
 
 def layer_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.layers`` as numpy arrays: the depth factor, log10 xi, the
-    contributions by matrix type and the p* counts of each layer."""
+    contributions by matrix type, the p* counts of each layer and, per matrix type t,
+    ``adaptive_headroom_min_<t>`` (the smallest headroom of the layer's t matrices)."""
     s, d = a.spectra, a.details
     L = a.spec.num_layers
     c = _exp(d.log_contribution)
@@ -222,7 +240,63 @@ def layer_columns(a: Analysis) -> dict[str, np.ndarray]:
     out["mean_p_star"] = np.bincount(s.layer, weights=d.p_star, minlength=L) / np.maximum(
         np.bincount(s.layer, minlength=L), 1
     )
+    out.update(headroom_by_layer_type(s.layer, s.matrix_type, a.adaptive_headroom, L))
     return missing_if_not_finite(out)
+
+
+def headroom_by_layer_type(
+    layer: np.ndarray, matrix_type: np.ndarray, headroom: np.ndarray, num_layers: int
+) -> dict[str, np.ndarray]:
+    """``adaptive_headroom_min_<t>``: per layer, the smallest defined adaptive headroom of its
+    matrices of type t (``matrix_type`` as indices into MATRIX_TYPES); NaN where none."""
+    h = np.asarray(headroom, dtype=np.float64)
+    out = {}
+    for t, name in enumerate(MATRIX_TYPES):
+        col = np.full(num_layers, np.nan)
+        for l in range(num_layers):
+            v = h[(layer == l) & (matrix_type == t) & ~np.isnan(h)]
+            if v.size:
+                col[l] = float(np.min(v))
+        out[f"adaptive_headroom_min_{name}"] = col
+    return out
+
+
+def _factor_text(decades: float) -> str:
+    """10^decades as a factor: ``7.4x`` below 1000, else ``10^26.7x``."""
+    return f"{10.0**decades:.2g}x" if decades < 3 else f"10^{decades:.1f}x"
+
+
+def headroom_sentence(a: Analysis) -> str | None:
+    """The adaptive headroom in plain words (SPEC 4), from the matrices with the smallest and
+    the largest headroom; None when no matrix has one."""
+    h = np.asarray(a.adaptive_headroom, dtype=np.float64)
+    if not np.any(np.isfinite(h)):
+        return None
+    s = a.spectra
+    h = np.where(np.isfinite(h), h, np.nan)
+    lo, hi = int(np.nanargmin(h)), int(np.nanargmax(h))
+
+    def name(i: int) -> str:
+        head = f" (head {int(s.head[i])})" if int(s.head[i]) >= 0 else ""
+        return f"layer {int(s.layer[i])}'s {MATRIX_TYPES[int(s.matrix_type[i])]}{head}"
+
+    span = f"adaptive headroom {h[lo]:.3g} to {h[hi]:.3g} decades"
+    if h[lo] > 0:
+        return (
+            f"The bound would use a trained spectrum only if the scale of {name(lo)} shrank "
+            f"{_factor_text(h[lo])}; for {name(hi)}, {_factor_text(h[hi])} ({span})."
+        )
+    n_used = int(np.sum(h <= 0))
+    text = (
+        f"{n_used} of {int(np.sum(~np.isnan(h)))} matrices already use their spectrum (p* > 0); "
+        f"{name(lo)} would fall back to the rank count only if its scale grew "
+        f"{_factor_text(-h[lo])}"
+    )
+    if h[hi] > 0:
+        text += (
+            f"; {name(hi)} would use its spectrum only if its scale shrank {_factor_text(h[hi])}"
+        )
+    return text + f" ({span})."
 
 
 def details_frame(a: Analysis) -> pd.DataFrame:

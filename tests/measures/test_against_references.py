@@ -68,6 +68,10 @@ def ref_matrix(w_row: np.ndarray) -> dict:
         "stable_rank": fro2 / float(s[0]) ** 2,
         "fit": fit,
         "lmax": float(s[0]) ** 2,
+        # WeightWatcher's log10 sum_i lambda_i^alpha, over the eigenvalues lambda = s^2
+        "log_alpha_norm": None
+        if fit is None
+        else math.log10(math.fsum(float(x) ** (2 * fit[0]) for x in kept)),
     }
 
 
@@ -100,14 +104,19 @@ def check_against(a, mats: list[dict], num_parameters: int) -> None:
         )
         assert row["frobenius_norm"] ** 2 == pytest.approx(m["fro2"], rel=1e-12)
         assert row["stable_rank"] == pytest.approx(m["stable_rank"], rel=1e-9)
+        assert row["lambda_max"] == pytest.approx(m["lmax"], rel=1e-12)
+        assert row["log_spectral_norm"] == pytest.approx(math.log10(m["lmax"]), rel=1e-12)
+        assert row["log_norm"] == pytest.approx(math.log10(m["fro2"]), rel=1e-12, abs=1e-13)
         if m["fit"] is None:
             assert np.isnan(row["htsr_alpha"])
+            assert np.isnan(row["log_alpha_norm"])
         else:
             alpha, xmin, d, t = m["fit"]
             assert row["htsr_alpha"] == pytest.approx(alpha, rel=RTOL)
             assert row["htsr_xmin"] == pytest.approx(xmin, rel=1e-9)
             assert row["htsr_D"] == pytest.approx(d, rel=1e-6, abs=1e-12)
             assert row["htsr_num_tail"] == t
+            assert row["log_alpha_norm"] == pytest.approx(m["log_alpha_norm"], rel=1e-9)
 
 
 # ---- the fit itself ---------------------------------------------------------------------------
@@ -124,6 +133,26 @@ def test_power_law_fit_equals_brute_force_loop(n, seed, tail):
     assert got.alpha == pytest.approx(want[0], rel=1e-9)
     assert got.xmin == want[1]
     assert got.num_tail == want[3]
+
+
+@pytest.mark.parametrize("decades", [0, 200])
+def test_ww_norm_metrics_by_hand_also_beyond_float64(decades):
+    """lambda_max, log_norm, log_spectral_norm, log_alpha_norm of s = (3, 2, 1) * 10^decades,
+    written out: lambda = (9, 4, 1) * 10^(2 decades); beyond float64 the logs stay exact."""
+    from specbound.measures._htsr import ww_norm_metrics
+
+    sv = np.array([3.0, 2.0, 1.0]) * 10.0**decades
+    lmax, log_norm, log_spec, log_alpha = ww_norm_metrics(sv, 3, 1.5)
+    assert log_norm == pytest.approx(math.log10(14.0) + 2 * decades, rel=1e-14)
+    assert log_spec == pytest.approx(math.log10(9.0) + 2 * decades, rel=1e-14)
+    want = math.log10(27.0 + 8.0 + 1.0) + 3 * decades
+    assert log_alpha == pytest.approx(want, rel=1e-14)
+    if decades == 0:
+        assert lmax == pytest.approx(9.0, rel=1e-15)
+    else:
+        assert lmax == math.inf  # the CSV writes it empty; its log10 is log_spectral_norm
+    assert math.isnan(ww_norm_metrics(sv, 3, None)[3])
+    assert all(math.isnan(v) for v in ww_norm_metrics(np.zeros(3), 3, 1.5))
 
 
 def test_power_law_fit_undefined_below_20():
@@ -171,7 +200,9 @@ def test_minilm_measures_from_raw_weights(minilm_dir, minilm_analysis):
 
 
 def test_htsr_alpha_equals_weightwatcher(minilm_dir, minilm_analysis):
-    """WeightWatcher 0.7.7's default ``alpha`` on every Q/K/V/O/FFN weight, to 1e-9."""
+    """WeightWatcher 0.7.7's default ``alpha`` and its norm columns (``lambda_max``,
+    ``log_norm``, ``log_spectral_norm``, ``log_alpha_norm``) on every Q/K/V/O/FFN weight, to
+    1e-9."""
     ww = pytest.importorskip("weightwatcher")
     from transformers import BertModel
 
@@ -186,6 +217,8 @@ def test_htsr_alpha_equals_weightwatcher(minilm_dir, minilm_analysis):
         assert row.htsr_alpha_weighted == pytest.approx(r.alpha_weighted, rel=RTOL)
         assert row.htsr_xmin == pytest.approx(r.xmin, rel=RTOL)
         assert row.htsr_num_tail == r.num_pl_spikes
+        for col in ("lambda_max", "log_norm", "log_spectral_norm", "log_alpha_norm"):
+            assert getattr(row, col) == pytest.approx(getattr(r, col), rel=RTOL), col
 
 
 def test_distance_from_init_closed_form(minilm_dir, tmp_path, minilm_analysis):
@@ -366,6 +399,10 @@ def test_cli_measures_outputs(minilm_dir, tmp_path):
         "htsr_num_tail",
         "htsr_fit",
         "htsr_fit_reason",
+        "lambda_max",
+        "log_norm",
+        "log_spectral_norm",
+        "log_alpha_norm",
     ]
     assert w["htsr_alpha"].mean() == pytest.approx(summary["measures"]["htsr_alpha"], rel=1e-12)
 

@@ -28,6 +28,19 @@ this order:
 
 The registered measures average every defined alpha (SPEC 9); ``fit_summary`` adds the means
 over ``ok`` fits only with the number of fits each used (summary.json, ``--json``).
+
+WeightWatcher's norm columns (``ww_norm_metrics``; weights.csv), from the same eigenvalues
+lambda_i = s_i^2 (unnormalized: WeightWatcher 0.7.7's default ``normalize=False`` takes the
+squared singular values of W itself, not of W^T W / N), as its ``apply_norm_metrics`` defines
+them:
+
+    lambda_max        = max_i lambda_i = ||W||_2^2
+    log_norm          = log10 sum_i lambda_i = log10 ||W||_F^2
+    log_spectral_norm = log10 lambda_max
+    log_alpha_norm    = log10 sum_i lambda_i^alpha    (alpha: the fit above; undefined without it)
+
+WeightWatcher sums over every eigenvalue, those below the rank threshold included; they change
+these sums by less than a relative (k eps)^2 (eps the float64 epsilon).
 """
 
 from __future__ import annotations
@@ -146,6 +159,26 @@ def weight_fit(singular_values: np.ndarray, k: int) -> PowerLawFit:
     if np.all(np.isfinite(lam)) or not np.all(np.isfinite(kept)):
         return power_law_fit(lam)
     return power_law_fit(lam, log_eigenvalues=2.0 * np.log(kept))  # squares beyond float64
+
+
+def ww_norm_metrics(
+    singular_values: np.ndarray, k: int, alpha: float | None
+) -> tuple[float, float, float, float]:
+    """(lambda_max, log_norm, log_spectral_norm, log_alpha_norm) of a matrix, as defined in the
+    module docstring, from its singular values (descending) and k = min(rows, cols); computed in
+    log space, so the three logs stay finite beyond float64 (lambda_max is then inf). NaN for a
+    matrix without eigenvalues above the rank threshold; log_alpha_norm NaN when alpha is None."""
+    from ._logspace import LN10, LOG_MAX, logsumexp
+
+    sv = np.asarray(singular_values, dtype=np.float64)
+    kept = sv[sv > rank_threshold(k, sv[0])] if sv.size else sv
+    if kept.size == 0:
+        return math.nan, math.nan, math.nan, math.nan
+    log_lam = 2.0 * np.log(kept)
+    log_max = float(np.max(log_lam))
+    lambda_max = math.exp(log_max) if log_max <= LOG_MAX else math.inf
+    log_alpha_norm = math.nan if alpha is None else float(logsumexp(alpha * log_lam)) / LN10
+    return lambda_max, float(logsumexp(log_lam)) / LN10, log_max / LN10, log_alpha_norm
 
 
 def weight_fits(x: MeasureInput) -> list[PowerLawFit]:

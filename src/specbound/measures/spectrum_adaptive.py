@@ -15,7 +15,17 @@ Rank ceiling (SPEC 10): c*(A) <= c(A, 0) = sqrt(r(A) N), so
 
 with equality exactly when every matrix picks p* = 0 (the proxy is then a rank count). The
 ``ceiling_gap`` = log10 B_ceiling - log10 B >= 0 says how far the trained singular values moved
-the proxy below it. Every function here is pure and works with natural logs.
+the proxy below it.
+
+Adaptive headroom (SPEC 4): for a matrix of rank r >= 1 and p > 0, c(A, p) < c(A, 0) exactly
+when log s < T_p(A), with
+
+    T_p(A) = [ (p+2)/2 log r - p/2 log N - log S_p(A) ] / p,
+    adaptive_headroom(A) = log10 s - max_{p > 0 in grid} T_p(A) / ln 10    (decades).
+
+> 0 means p* = 0 and s must shrink by that many decades before any p > 0 beats the rank count;
+<= 0 means some p > 0 already wins. Undefined (NaN) for r = 0. Every function here is pure and
+works with natural logs.
 """
 
 from __future__ import annotations
@@ -69,6 +79,63 @@ def log_contribution_curve(
     log_s = max(float(log_scale), math.log(S_FLOOR))
     lsp = log_schatten_power(kept, grid)
     return (lsp + grid * log_s + (grid + 1.0) * math.log(hidden_size)) / (grid + 2.0)
+
+
+def log_threshold_scales(kept: np.ndarray, hidden_size: int, grid: np.ndarray) -> np.ndarray:
+    """T_p(A) = [(p+2)/2 log r - p/2 log N - log S_p(A)] / p for every p > 0 of ``grid`` (in
+    grid order): the natural log of the scale below which c(A, p) < c(A, 0). Empty when
+    ``kept`` is (rank 0: every c is 0, no p beats another)."""
+    pos = grid[grid > 0]
+    if kept.size == 0 or pos.size == 0:
+        return np.zeros(0)
+    log_r = math.log(kept.size)
+    lsp = log_schatten_power(kept, pos)
+    return ((pos + 2.0) / 2.0 * log_r - pos / 2.0 * math.log(hidden_size) - lsp) / pos
+
+
+def adaptive_headroom(
+    kept: np.ndarray, log_scale: float, hidden_size: int, grid: np.ndarray
+) -> float:
+    """log10 s - max_{p > 0 in grid} T_p(A) / ln 10, in decades (SPEC 4).
+
+    s is floored as in ``log_contribution_curve``, so the sign agrees with p*: > 0 iff every
+    p > 0 has c(A, p) > c(A, 0) (p* = 0; at exactly 0 the tie also goes to p = 0). NaN for
+    rank 0 or a spectrum beyond float64; +inf for a grid without p > 0.
+    """
+    if kept.size == 0 or np.any(np.isnan(kept)) or math.isnan(log_scale):
+        return math.nan
+    t = log_threshold_scales(kept, hidden_size, grid)
+    if t.size == 0:
+        return math.inf
+    log_s = max(float(log_scale), math.log(S_FLOOR))
+    return float((log_s - np.max(t)) / LN10)
+
+
+def adaptive_headrooms(
+    singular_values: list[np.ndarray],
+    k: np.ndarray,
+    log_scale: np.ndarray,
+    hidden_size: int,
+    grid: np.ndarray,
+) -> np.ndarray:
+    """``adaptive_headroom`` of every matrix (arguments as for ``optimize_p``)."""
+    return np.array(
+        [
+            adaptive_headroom(
+                kept_singular_values(sv, int(k[i])), float(log_scale[i]), hidden_size, grid
+            )
+            for i, sv in enumerate(singular_values)
+        ],
+        dtype=np.float64,
+    ).reshape(len(singular_values))
+
+
+def headroom_min(headroom: np.ndarray) -> float:
+    """The smallest defined headroom (the matrix closest to using its spectrum); NaN when no
+    matrix has one."""
+    h = np.asarray(headroom, dtype=np.float64)
+    h = h[~np.isnan(h)]
+    return float(np.min(h)) if h.size else math.nan
 
 
 def optimize_p(

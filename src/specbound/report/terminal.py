@@ -231,6 +231,26 @@ def print_htsr_fits(console: Any, a: Analysis) -> None:
         console.print(f"  ... and {len(bad) - 8} more in weights.csv", highlight=False)
 
 
+def print_headroom(console: Any, a: Analysis, layer_cols: dict[str, np.ndarray]) -> None:
+    """The adaptive headroom (SPEC 4) per layer and matrix type (smallest over heads, decades)
+    and its sentence; nothing when no matrix has one."""
+    from rich import box
+    from rich.table import Table
+
+    sentence = a.headroom_sentence()
+    if sentence is None:
+        return
+    _title(console, "adaptive headroom (decades; > 0: p* = 0), smallest per layer and type")
+    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for c in ["layer", *MATRIX_TYPES]:
+        t.add_column(c, justify="right", no_wrap=True)
+    for l in range(a.spec.num_layers):
+        vals = [float(layer_cols[f"adaptive_headroom_min_{m}"][l]) for m in MATRIX_TYPES]
+        t.add_row(str(l), *[f"{v:.3g}" if math.isfinite(v) else "undefined" for v in vals])
+    console.print(t)
+    console.print(escape(sentence), highlight=False)
+
+
 def print_summary(
     a: Analysis, out: Path | None = None, report: bool = False, width: int | None = None
 ) -> None:
@@ -283,6 +303,8 @@ def print_summary(
         escape(explain_p(a.details.p_star, a)) + f" Grid: {grid.size} points in [0, 2].",
         highlight=False,
     )
+
+    print_headroom(console, a, cols)
 
     order = np.argsort(-a.details.log_contribution, kind="stable")[:5]
     _title(console, "largest contributions")

@@ -4,7 +4,7 @@ Columns::
 
     step, wall_s, analysis_s, <metrics the loop reported>, <measures>, <data measures>,
     QK_mean_p_star, QK_share_p0, QK_contribution, ... (OV, M_in, M_out),
-    spectrum_adaptive_share_p0, spectrum_adaptive_ceiling_gap, nonfinite
+    spectrum_adaptive_share_p0, spectrum_adaptive_ceiling_gap, adaptive_headroom_min, nonfinite
 
 Whole rows only: each row is appended with one ``os.write`` + fsync, and a failed write (a full
 disk) is truncated back to the last whole row before :class:`SpecboundError` names the file; a
@@ -44,7 +44,11 @@ BASE_COLUMNS = ("step", "wall_s", "analysis_s")
 TYPE_STATS = ("mean_p_star", "share_p0", "contribution")
 TYPE_COLUMNS = tuple(f"{t}_{s}" for t in MATRIX_TYPES for s in TYPE_STATS)
 #: Whole-model spectrum-adaptive statistics (Analysis attributes of these names).
-ANALYSIS_COLUMNS = ("spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap")
+ANALYSIS_COLUMNS = (
+    "spectrum_adaptive_share_p0",
+    "spectrum_adaptive_ceiling_gap",
+    "adaptive_headroom_min",
+)
 #: The count of the row's values that were not finite numbers (written empty).
 NOTE_COLUMN = "nonfinite"
 #: Every column that is not a metric the loop reports (``trajectory`` plots none of them as

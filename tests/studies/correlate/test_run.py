@@ -513,7 +513,8 @@ def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
         "correlate.json",
     ]
     models = pd.read_csv(out / "models.csv")
-    assert list(models.columns[-2:]) == list(C.CEILING_COLUMNS)
+    assert list(models.columns[-3:]) == list(C.CEILING_COLUMNS)
+    assert C.CEILING_COLUMNS[-1] == "adaptive_headroom_min"
     check_tables_against_reference(out, ["depth", "width", "train_size"])
     corr = pd.read_csv(out / "correlation.csv")
     assert list(corr.columns) == C.correlation_columns(["depth", "width", "train_size"])

@@ -113,9 +113,12 @@ def test_growth_csv_against_hand_fit(study_out: Path) -> None:
 
     k = len(HTSR_FIT_COLUMNS)  # last: the HTSR means over ok fits and their counts (not fitted)
     assert list(m.columns[-k:]) == HTSR_FIT_COLUMNS
-    assert list(m.columns[-5 - k : -k]) == [*diag, ceiling, "share_p0", "share_p2"]
+    tail = [*diag, ceiling, "adaptive_headroom_min", "share_p0", "share_p2"]
+    assert list(m.columns[-len(tail) - k : -k]) == tail
     want = {
-        c for c in m.columns[5 : -5 - k] if m[c].notna().all() and (c in logs or (m[c] > 0).all())
+        c
+        for c in m.columns[5 : -len(tail) - k]
+        if m[c].notna().all() and (c in logs or (m[c] > 0).all())
     }
     assert "distance_from_init" not in want and "frobenius_sum" in want
     assert set(g.measure) == want | {ceiling}  # the rank ceiling is fitted like a measure

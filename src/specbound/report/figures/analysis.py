@@ -301,16 +301,58 @@ def depth_factor_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure:
     )
 
 
+#: One colour per matrix type in the headroom figure.
+TYPE_COLORS = {"QK": "#1f78b4", "OV": "#33a02c", "M_in": "#e31a1c", "M_out": "#ff7f00"}
+
+
+@styled
+def headroom_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure | None:
+    """The adaptive headroom (SPEC 4) per layer and matrix type: the smallest over heads, in
+    decades (``layers`` columns ``adaptive_headroom_min_<t>``); None when no matrix has one."""
+    cols = a.layer_columns()
+    L = a.spec.num_layers
+    grids = {t: np.asarray(cols[f"adaptive_headroom_min_{t}"], dtype=float) for t in MATRIX_TYPES}
+    if not any(np.isfinite(v).any() for v in grids.values()):
+        return None
+    plt = require_matplotlib()
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.4), layout="constrained")
+    x = np.arange(L)
+    for t, v in grids.items():
+        ok = np.isfinite(v)
+        if ok.any():
+            ax.plot(x[ok], v[ok], marker="o", ms=3, lw=1.2, color=TYPE_COLORS[t], label=t)
+    ax.axhline(0.0, color="0.3", lw=0.8, ls="--")
+    ax.set_xlabel("layer l")
+    ax.set_ylabel("adaptive headroom (decades)")
+    ax.set_xlim(-0.5, L - 0.5)
+    integer_axis(ax, "x", L, max_ticks=16)
+    ax.set_title("How far each matrix is from using its spectrum")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small", ncol=4)
+    return save(
+        fig,
+        out_dir,
+        f"{prefix}adaptive_headroom",
+        "Adaptive headroom per layer and type",
+        "log10 s - max over p > 0 of T_p(A) / ln 10, the smallest over the heads of each layer "
+        "and type (SPEC 4). Above 0 (dashed) the matrix picks p* = 0 and its scale s would have "
+        "to shrink by that many orders of magnitude before any p > 0 beats the rank count; "
+        "at or below 0 some p > 0 already wins.",
+    )
+
+
 def analysis_figures(
     a: Analysis, out_dir: Path, prefix: str = "", esd: str = "worst"
 ) -> list[Figure]:
     """Spectral decay, contribution-vs-p, head heatmap (unless constant), depth_factor per
-    layer, HTSR alpha per layer and the ESD figures of ``esd``."""
+    layer, adaptive headroom per layer and type, HTSR alpha per layer and the ESD figures of
+    ``esd``."""
     figs = [
         spectral_decay_figure(a, out_dir, prefix=prefix),
         contribution_figure(a, out_dir, prefix=prefix),
         head_heatmap_figure(a, out_dir, prefix=prefix),
         depth_factor_figure(a, out_dir, prefix=prefix),
+        headroom_figure(a, out_dir, prefix=prefix),
     ]
     if esd != "none":
         from .htsr import esd_figures, htsr_layer_figure

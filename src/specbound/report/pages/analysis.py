@@ -198,7 +198,7 @@ def answer_context(a: Analysis) -> dict[str, Any]:
             f"L = {a.spec.num_layers}, N = {a.spec.hidden_size:,}, H = {a.spec.num_heads}, "
             f"F = {a.spec.intermediate_size:,}{params}."
         ),
-        "extra": [],
+        "extra": [t for t in (a.headroom_sentence(),) if t],
         "adaptations": [scrub_paths(note) for note in a.adaptations],
     }
 

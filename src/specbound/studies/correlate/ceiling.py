@@ -2,7 +2,8 @@
 
 Per model (models.csv): ``spectrum_adaptive_share_p0`` (share of QK, OV, M_in, M_out matrices
 at p* = 0) and ``spectrum_adaptive_ceiling_gap`` = log10 B_ceiling - log10 B_spectrum_adaptive
-(>= 0; 0: a pure rank count), both from ``specbound.analysis.Analysis``. Per study
+(>= 0; 0: a pure rank count) and ``adaptive_headroom_min`` (SPEC 4, decades: how far the
+closest matrix is from using its spectrum), all from ``specbound.analysis.Analysis``. Per study
 (correlate.json ``rank_ceiling``): the models at the ceiling (gap < ``CEILING_THRESHOLD``) and
 the R^2 of log10 B on the architecture cells (depth x width: ``cell_r2`` of :mod:`.stats`),
 for ``spectrum_adaptive`` and, for comparison, ``norm_based``.
@@ -20,14 +21,19 @@ from .stats import cell_r2
 if TYPE_CHECKING:
     import pandas as pd
 
-CEILING_COLUMNS = ("spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap")
+CEILING_COLUMNS = (
+    "spectrum_adaptive_share_p0",
+    "spectrum_adaptive_ceiling_gap",
+    "adaptive_headroom_min",
+)
 CEILING_THRESHOLD = 1e-3
 #: The architecture axes whose cells the R^2 uses (those of them that are columns).
 ARCHITECTURE_COLUMNS = ("depth", "width")
 
 
 def diagnostics_of(analysis: Any) -> dict[str, float | None]:
-    """The two per-model columns from an ``Analysis`` (None where it does not provide them)."""
+    """The per-model columns (``CEILING_COLUMNS``) from an ``Analysis`` (None where it does
+    not provide them)."""
     out: dict[str, float | None] = {}
     for col in CEILING_COLUMNS:
         v = getattr(analysis, col, None)

@@ -13,8 +13,9 @@ render):
     (SPEC 9 names in registry order, then ``<m>_per_sqrt_n`` for the bound-type measures and
     ``sample_size_only`` when ``train_size`` is known / varies), then
     with ``data_measures`` SPEC 12's data measures (registry order; ``correlate.data``), then
-    ``spectrum_adaptive_share_p0`` and ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
-    diagnosis, SPEC 10; empty when the analysis does not provide them).
+    ``spectrum_adaptive_share_p0``, ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
+    diagnosis, SPEC 10) and ``adaptive_headroom_min`` (SPEC 4; each empty when the analysis
+    does not provide it).
 ``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
     ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
     psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then

@@ -33,7 +33,12 @@ PROXIES = ("spectrum_adaptive", "norm_based")
 #: models.csv: sizes, then one column per registered measure (``measure_columns()``), then the
 #: rank-ceiling diagnosis (SPEC 10), then the shares of matrices at p = 0 and p = 2.
 SIZE_COLUMNS = ["model", "num_layers", "hidden_size", "num_heads", "intermediate_size"]
-CEILING_COLUMNS = ["spectrum_adaptive_share_p0", "spectrum_adaptive_ceiling_gap", CEILING_COLUMN]
+CEILING_COLUMNS = [
+    "spectrum_adaptive_share_p0",
+    "spectrum_adaptive_ceiling_gap",
+    CEILING_COLUMN,
+    "adaptive_headroom_min",
+]
 P_COLUMNS = ["share_p0", "share_p2"]
 #: The HTSR means over ok fits only, with the number of fits each used and the fits made
 #: (``Analysis.htsr_fit_summary``); empty when the raw-weight spectra were not computed.
@@ -65,6 +70,7 @@ def model_row(a: Analysis) -> dict[str, Any]:
         "spectrum_adaptive_share_p0": a.spectrum_adaptive_share_p0,
         "spectrum_adaptive_ceiling_gap": a.spectrum_adaptive_ceiling_gap,
         CEILING_COLUMN: a.log10_spectrum_adaptive_ceiling,
+        "adaptive_headroom_min": a.adaptive_headroom_min,
         "share_p0": float(np.mean(p == 0)) if p.size else 0.0,
         "share_p2": float(np.mean(p == 2)) if p.size else 0.0,
         **_htsr_fit_columns(a),
