@@ -679,7 +679,10 @@ def _correlate_folder(root: Path, name: str, keep) -> Path:
     meta.pop("zoos", None)
     d = root / name
     d.mkdir()
-    models[keep(models)].to_csv(d / "models.csv", index=False)
+    part = models[keep(models)]
+    part.to_csv(d / "models.csv", index=False)
+    # the reader checks these counts against models.csv (no skipped.csv here)
+    meta.update(n_models=len(part), n_skipped=0, n_listed=len(part))
     (d / "correlate.json").write_text(json.dumps({**meta, "manifest": f"zoo-{name}/zoo.csv"}))
     return d
 
