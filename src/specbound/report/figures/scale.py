@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...studies.scale.fit import CEILING_COLUMN
 from .style import (
     PROXY_COLORS,
     PROXY_LABELS,
@@ -106,7 +107,15 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
         return None
     sym, osym = SYMBOL[axis], SYMBOL[other]
     curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
-    ds = np.concatenate([d for _, d in curves.values()])
+    ceilings = {}  # the rank ceiling of each group, relative to the same reference as its proxy
+    if CEILING_COLUMN in m.columns and ("spectrum_adaptive", groups[0][0]) in curves:
+        col = _proxy_column(m, "spectrum_adaptive")
+        for z, g in groups:
+            _x, d = curves[("spectrum_adaptive", z)]
+            ce = _numbers(g[CEILING_COLUMN]) - (_numbers(g[col]) - d)
+            if np.isfinite(ce).sum() >= 2:
+                ceilings[z] = ce
+    ds = np.concatenate([d for _, d in curves.values()] + list(ceilings.values()))
     ds = ds[np.isfinite(ds)]
     if ds.size == 0:  # every proxy beyond float64: nothing to draw (the page says undefined)
         return None
@@ -116,7 +125,7 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
     )
     cmap = plt.get_cmap("viridis")
     unit = "exponent" if axis == "hidden_size" else "log10 per layer"
-    flagged = False
+    flagged = ceiling_drawn = False
     for ax, (proxy, _col) in zip(axes[0], proxies, strict=True):
         for i, (z, _g) in enumerate(groups):
             x, d = curves[(proxy, z)]
@@ -141,13 +150,20 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
                     color=color,
                     alpha=0.6 if low is not None else 1.0,
                 )
+        for i, (z, _g) in enumerate(groups):
+            if proxy == "spectrum_adaptive" and z in ceilings:
+                x, ce = curves[(proxy, z)][0], ceilings[z]
+                color = cmap(i / max(len(groups) - 1, 1) * 0.85)
+                ax.plot(x, 10.0**ce if as_ratio else ce, ls="-.", lw=1.1, color=color)
+                ceiling_drawn = True
         ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
         ax.set_xlabel(axis_label(sym, log=axis == "hidden_size"))
         ax.grid(True, which="major", alpha=0.3)
         value_ticks(ax, "x", m[axis].unique(), log2=axis == "hidden_size")
-        ax.legend(
+        ax.legend(  # below the panel: never over a point
             title=f"fixed {osym} ({unit})",
-            loc="upper left",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
             frameon=False,
             fontsize=10,
             title_fontsize=10,
@@ -172,6 +188,12 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
         f"Both proxies against {sym}",
         f"Each colour is one fixed {osym}, divided by its value at the smallest {sym}; "
         f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}."
+        + (
+            " Dash-dot (spectrum-adaptive panel): the rank ceiling sum sqrt(r N) + sqrt(L) of "
+            "each model on the same scale (the proxy equals it when every matrix picks p* = 0)."
+            if ceiling_drawn
+            else ""
+        )
         + (
             " Dotted, labelled 'resid df': a fit with fewer than 2 residual degrees of freedom "
             "(too few points to check the line; its SE rests on at most one residual)."
