@@ -132,7 +132,7 @@ def test_study_page_takes_the_answer_text_escaped(tmp_path: Path) -> None:
     assert "&lt;script&gt;" in block
     paras = re.findall(r"<p[^>]*>(.*?)</p>", block, re.S)
     assert paras[:3] == [
-        "# The answer",
+        "The answer",
         f"First {html_lib.escape(HOSTILE, quote=True)} paragraph.".replace("&#x27;", "&#39;"),
         "Second paragraph.",
     ]
@@ -259,3 +259,55 @@ def test_scatter_marks_the_ceiling_and_logs_wide_measures(correlate_page, tmp_pa
     assert wants_log(np.array([-1.0, 500.0])) is None
     fig = measure_figure(res, "num_parameters", tmp_path)
     assert "log x axis" not in fig.caption  # 32^2 .. 2 x 64^2 spans less than 2 decades
+
+
+# --- the ladder (scale) page -----------------------------------------------------------------
+
+
+def _ladder() -> object:
+    """2 L x 3 N models; the proxy reaches its rank ceiling at the largest N (share p*=0 = 1)."""
+    import math
+
+    from specbound.studies.scale import Study
+    from specbound.studies.scale.fit import growth_table
+
+    rows = []
+    for L in (1, 2):
+        for k, N in enumerate((32, 64, 128)):
+            ceiling = 0.5 * math.log10(N) + 0.2 * L + 1.0
+            gap = (0.4, 0.1, 0.0)[k]
+            rows.append(
+                {
+                    "model": f"m/L{L}_N{N}",
+                    "num_layers": L,
+                    "hidden_size": N,
+                    "spectrum_adaptive": ceiling - gap,
+                    "norm_based": 3.0 * math.log10(N) + 0.5 * L + 0.01 * k,
+                    "log10_spectrum_adaptive_ceiling": ceiling,
+                    "spectrum_adaptive_ceiling_gap": gap,
+                    "spectrum_adaptive_share_p0": (0.2, 0.7, 1.0)[k],
+                    "test_acc": 0.8 + 0.01 * k,
+                    "steps": 100 * (k + 1),
+                }
+            )
+    models = pd.DataFrame(rows)
+    return Study(models, growth_table(models), title="ladder")
+
+
+def test_ladder_page_draws_the_ceiling_and_shows_training(tmp_path: Path) -> None:
+    from specbound.report.pages.scale import write_study
+
+    study = _ladder()
+    out = tmp_path / "benchmarks" / "generalization" / "results" / "ladder"
+    (tmp_path / "benchmarks" / "generalization" / "README.md").parent.mkdir(parents=True)
+    (tmp_path / "benchmarks" / "generalization" / "README.md").write_text("# study\n")
+    study.to_dir(out, extra=lambda tmp: write_study(study, tmp))
+    html = (out / "report.html").read_text(encoding="utf-8")
+    text = _text(html)
+    assert '<a href="../../README.md">README</a>' in html
+    assert "Training: test accuracy 0.800 to 0.820" in text and "steps 100 to 300" in text
+    head = re.findall(r'<th [^>]*title="([^"]+)"', html)
+    assert "test_acc" in head and "steps" in head
+    assert "shape its growth" not in text
+    assert (out / "figures" / "rank_ceiling.svg").is_file()
+    assert "Dash-dot (spectrum-adaptive panel): the rank ceiling" in text

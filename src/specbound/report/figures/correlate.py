@@ -204,7 +204,7 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     if span is not None:
         plain_log_axis(ax, "x", *span, max_ticks=5)
         why += f"; log x axis (the values span more than {LOG_DECADES:g} decades)"
-    ax.set_xlabel(x_label(measure) + (" (log scale)" if span is not None else ""))
+    ax.set_xlabel(x_label(measure) if span is None else f"{measure} (log scale)")
     ax.set_ylabel(f"gap ({result.gap})")
     tau, lo, hi = (
         _float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")

@@ -19,6 +19,7 @@ from .style import (
     WIDTH,
     Figure,
     axis_label,
+    legend_below,
     plain_log_axis,
     require_matplotlib,
     save,
@@ -233,7 +234,7 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     ax.set_ylabel("log10 B")
     ax.set_title("Both proxies per model")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside the bars
     return save(
         fig,
         out_dir,
@@ -243,11 +244,62 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     )
 
 
+#: The rank-ceiling diagnosis of models.csv (SPEC 10): the gap log10 ceiling - log10 B, the
+#: share of matrices at p* = 0.
+CEILING_SERIES = (
+    ("spectrum_adaptive_ceiling_gap", "log10 ceiling − log10 B"),
+    ("spectrum_adaptive_share_p0", "share of matrices at p* = 0"),
+)
+
+
+@styled
+def ceiling_figure(study: Study, out_dir: Path) -> Figure | None:
+    """The rank ceiling against N, one colour per L: the ceiling gap (0 = the proxy is its
+    rank count) and the share of matrices at p* = 0 (1 = every matrix charged by its rank)."""
+    plt = require_matplotlib()
+    m = study.models
+    series = [(c, lab) for c, lab in CEILING_SERIES if c in m.columns]
+    if m.empty or not series or "hidden_size" not in m or "num_layers" not in m:
+        return None
+    depths = sorted(m["num_layers"].dropna().unique())
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(
+        1, len(series), figsize=(WIDTH, 3.9), squeeze=False, layout="constrained"
+    )
+    for ax, (col, label) in zip(axes[0], series, strict=True):
+        for i, L in enumerate(depths):
+            g = m[m["num_layers"] == L].sort_values("hidden_size")
+            color = cmap(i / max(len(depths) - 1, 1) * 0.85)
+            ax.plot(
+                g["hidden_size"].to_numpy(float), _numbers(g[col]), "o", ms=5, color=color,
+                label=f"L = {L}",
+            )  # fmt: skip
+        ax.axhline(0 if col.endswith("gap") else 1, color="#444", lw=0.9, ls="--")
+        ax.set_xlabel(axis_label("N", log=True))
+        ax.set_ylabel(label)
+        value_ticks(ax, "x", m["hidden_size"].unique(), log2=True)
+        ax.grid(True, alpha=0.3)
+    legend_below(fig, axes[0], ncol=len(depths))
+    fig.suptitle("The rank ceiling of the spectrum-adaptive proxy")
+    return save(
+        fig,
+        out_dir,
+        "rank_ceiling",
+        "The rank ceiling against N",
+        "Left: log10 of the rank ceiling sum sqrt(r N) + sqrt(L) minus log10 of the "
+        "spectrum-adaptive proxy (dashed: 0, the proxy is its rank count); right: the share of "
+        "matrices at p* = 0 (dashed: 1). Where the share reaches 1 the gap is 0 and the "
+        "proxy's growth is the growth of the rank count.",
+    )
+
+
 def study_figures(study: Study, out_dir: Path) -> list[Figure]:
-    """The paper's growth figures (vs N at fixed L, vs L at fixed N) plus absolute values."""
+    """The paper's growth figures (vs N at fixed L, vs L at fixed N), the rank ceiling against
+    N, then absolute values."""
     figs = [
         growth_figure(study, "hidden_size", out_dir),
         growth_figure(study, "num_layers", out_dir),
+        ceiling_figure(study, out_dir),
         absolute_figure(study, out_dir),
     ]
     return [f for f in figs if f is not None]

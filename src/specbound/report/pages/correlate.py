@@ -186,8 +186,8 @@ def _with_interval(row: dict[str, Any], st: str) -> str:
     if st not in row:
         return ""
     lo, hi = row.get(f"{st}_low"), row.get(f"{st}_high")
-    if f"{st}_low" not in row:
-        return _sig(row.get(st))
+    if f"{st}_low" not in row or math.isnan(_float(row.get(st))):
+        return _sig(row.get(st))  # an undefined value has no interval to show
     return f"{_sig(row.get(st))} {interval(lo, hi, 2)}"
 
 
@@ -228,6 +228,19 @@ def compact_table(result: Correlation) -> pd.DataFrame:
             )
         out.append(row)
     return pd.DataFrame(out)
+
+
+#: Columns of differences.csv the page leaves to the file: the per-seed figures (``;`` lists).
+SEED_COLUMNS = ("p_seeds", "low_seeds", "high_seeds")
+
+
+def differences_table(d: pd.DataFrame | None) -> Any:
+    """differences.csv on the page: delta, low and high in one format (:func:`_sig`), the
+    per-seed lists left to the file; None without rows."""
+    if d is None or not len(d):
+        return None
+    shown = d.drop(columns=[c for c in SEED_COLUMNS if c in d.columns])
+    return table(shown, page_size=50, formats=dict.fromkeys(("delta", "low", "high"), _sig))
 
 
 def scope_sentence(result: Correlation) -> str:
@@ -393,7 +406,7 @@ def report_html(
         figures=[figure_html(f) for f in figures],
         correlation=table(compact_table(result), page_size=60),
         correlation_link=file_link(out_dir, "correlation.csv"),
-        differences=table(d, page_size=50) if d is not None and len(d) else None,
+        differences=differences_table(d),
         n_models=len(result.models),
         path_columns=drop,
         models=table(models, page_size=50),

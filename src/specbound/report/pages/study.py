@@ -10,6 +10,7 @@ replicate groups and the exploratory rows. The folder's tables and study.json ar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,14 +35,20 @@ SIGN_CONVENTION = (
 )
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 zoo``, ``2 zoos``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def answer_paragraphs(text: str) -> list[str]:
     """A Markdown or plain-text answer as paragraphs: blocks separated by blank lines, lines
-    of a block joined by a space (rendered escaped; no markup is interpreted)."""
+    of a block joined by a space, a heading's leading ``#`` marks dropped (rendered escaped;
+    no other markup is interpreted)."""
     blocks: list[str] = []
     current: list[str] = []
     for line in text.splitlines():
         if line.strip():
-            current.append(line.strip())
+            current.append(re.sub(r"^#{1,6}\s+", "", line.strip()))
         elif current:
             blocks.append(" ".join(current))
             current = []
@@ -60,7 +67,7 @@ def tally_sentence(summary: dict[str, Any]) -> str:
     n_zoos = int(summary.get("independent_zoos", 0))
     n_sec = len(summary.get("secondary", []) or [])
     return (
-        f"Across {n_zoos} independent zoo{'s' if n_zoos != 1 else ''}, of the {n_family} "
+        f"Across {_count(n_zoos, 'independent zoo')}, of the {n_family} "
         f"primary contrasts: {', '.join(words)}; secondary folders ({n_sec}) are shown apart "
         "and not counted."
     )
@@ -116,12 +123,15 @@ def report_html(
     )
     fam, sec = prim[indep.to_numpy()], prim[~indep.to_numpy()]
     n_zoos = int(summary.get("independent_zoos", 0))
+    n_sec = len(result.secondary)
     zoos_line = (
-        f"This answer rests on {n_zoos} independent zoo{'s' if n_zoos != 1 else ''} "
+        f"This answer rests on {_count(n_zoos, 'independent zoo')} "
         f"(folders that share no trained model): {len(fam)} primary rows, Holm over all of "
-        f"them; {len(result.secondary)} secondary folders share trained models with them and "
-        "are shown apart, never counted or adjusted with them."
-    )
+        f"them; {_count(n_sec, 'secondary folder')} "
+        + ("shares trained models with them and is" if n_sec == 1 else "share trained models "
+           "with them and are")
+        + " shown apart, never counted or adjusted with them."
+    )  # fmt: skip
     rule = (
         "Primary contrasts P1 spectrum_adaptive − norm_based, P2 spectrum_adaptive − "
         "num_parameters, P3 norm_based − num_parameters (or A1-A3 on τ_arch for a zoo designed "
