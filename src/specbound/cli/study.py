@@ -30,7 +30,7 @@ def study(
     folders: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Folders written by 'specbound correlate' (protocol v3): the standard, fixed-n, "
+            help="Folders written by 'specbound correlate' (protocol v4): the standard, fixed-n, "
             "replicate and pooled zoos of the study.",
             show_default=False,
         ),
