@@ -118,7 +118,7 @@ def test_analysis_page_escapes_and_answers_first(analysis_page: tuple[Path, obje
 
     _no_nan(html)
     answer = html.split("<figure", 1)[0]
-    lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
+    lead = re.search(r'<p class="lead"><b>(.*?)</b>', answer).group(1)
     if a.spectrum_adaptive_share_p0 == 1.0:
         assert "rank ceiling" in lead and "the same for any full-rank checkpoint" in lead
     else:
@@ -264,7 +264,7 @@ def test_correlate_page_escapes_and_says_undetermined(tmp_path: Path) -> None:
     answer = html.split("<figure", 1)[0]
     row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
     lo, hi = float(row["kendall_tau_low"]), float(row["kendall_tau_high"])
-    lead = re.search(r'<p class="lead"><b>(.*?)</b></p>', answer).group(1)
+    lead = re.search(r'<p class="lead"><b>(.*?)</b>', answer).group(1)
     if lo <= 0 <= hi:  # SPEC 10: an interval holding 0 is "undetermined", never "does not"
         assert lead.startswith("spectrum_adaptive is undetermined here: not shown to predict")
         assert "does not predict" not in html

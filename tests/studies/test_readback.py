@@ -127,3 +127,26 @@ def test_cli_reevaluation_of_a_tampered_folder_is_one_line_and_writes_nothing(tm
     line = r.one_error_line()
     assert "models.csv: row 6, column 'gap': 5.0 is outside [-1, 1]" in line
     assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+
+
+def test_arch_contrasts_of_a_zoo_designed_for_tau_arch_read_back(tmp_path):
+    """Protocol v4: a folder whose primary statistic is tau_arch holds A1-A3 (spectrum_adaptive
+    against norm_based, log_spectral_product, distance_from_init), not P1-P3."""
+    d = _copy(tmp_path)
+    meta = json.loads((d / "correlate.json").read_text())
+    meta["primary_statistic"] = "tau_arch"
+    (d / "correlate.json").write_text(json.dumps(meta))
+    diffs = pd.read_csv(d / "differences.csv")
+    prim = diffs.index[diffs["family"] == "primary"]
+    arch = [("A1", "norm_based"), ("A2", "log_spectral_product"), ("A3", "distance_from_init")]
+    for i, (c, versus) in zip(prim, arch, strict=True):
+        diffs.loc[i, ["contrast", "measure", "versus", "statistic"]] = [
+            c, "spectrum_adaptive", versus, "tau_arch"
+        ]  # fmt: skip
+    diffs.to_csv(d / "differences.csv", index=False)
+    got = R.read_differences_csv(d, R.read_correlate_json(d))
+    assert sorted(got.loc[got["family"] == "primary", "contrast"]) == ["A1", "A2", "A3"]
+    diffs.loc[prim[0], "contrast"] = "P1"  # a P contrast in an A family: refused, one line
+    diffs.to_csv(d / "differences.csv", index=False)
+    with pytest.raises(ReadbackError, match="contrast"):
+        R.read_differences_csv(d, R.read_correlate_json(d))

@@ -30,7 +30,7 @@ def study(
     folders: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Folders written by 'specbound correlate' (protocol v3): the standard, fixed-n, "
+            help="Folders written by 'specbound correlate' (protocol v4): the standard, fixed-n, "
             "replicate and pooled zoos of the study.",
             show_default=False,
         ),
@@ -42,6 +42,16 @@ def study(
             "--replicates",
             help="A replicate group NAME=A,B[:POOLED]: correlate folders of zoos with disjoint "
             "seeds, and the folder of their pooled run; repeat for each group.",
+        ),
+    ] = None,
+    answer: Annotated[
+        Path | None,
+        typer.Option(
+            "--answer",
+            help="A Markdown or plain-text file with the answer in plain words (e.g. the "
+            "README's summary generated from the claims): the page opens with it, escaped, "
+            "paragraphs kept. Without it the page opens with a sentence from the tally.",
+            show_default=False,
         ),
     ] = None,
     quiet: Quiet = False,
@@ -60,9 +70,15 @@ def study(
     inputs = [*(folders or [])]
     for _, reps, pooled in groups:
         inputs += [*reps, *([pooled] if pooled is not None else [])]
-    check_output_dir(out, inputs=inputs)
+    check_output_dir(out, inputs=[*inputs, *([answer] if answer is not None else [])])
+    text = None
+    if answer is not None:
+        try:
+            text = answer.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"--answer {answer}: cannot read it as UTF-8 text ({type(exc).__name__})")
     result = run_study(folders or [], groups)
-    result.to_dir(out, extra=lambda tmp: write_report(result, tmp))
+    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, text))
     if as_json:
         print_json({"out": str(out), **result.summary()})
     elif not quiet:

@@ -23,7 +23,7 @@ th{background:#eef1f5;cursor:pointer;user-select:none;position:sticky;top:0;z-in
 white-space:normal;vertical-align:bottom;min-width:3.5em;max-width:10em;font-weight:600}
 th.asc:after{content:" \\25B2"}th.desc:after{content:" \\25BC"}
 td.txt,th.txt{text-align:left}tr:nth-child(even) td{background:#fafafa}
-td.txt{white-space:normal;max-width:34em;overflow-wrap:break-word}
+td.txt{white-space:normal;max-width:34em;overflow-wrap:break-word}td.verdict{min-width:10em}
 .note{color:#555;font-size:.9em}
 dl.gloss{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}
 dl.gloss dt{font-weight:600}dl.gloss dd{margin:0}

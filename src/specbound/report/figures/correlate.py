@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .style import SMALL, WIDTH, Figure, plottable, require_matplotlib, save, styled
+from ...naming import natural_key
+from ...studies.correlate.ceiling import CEILING_THRESHOLD
+from ..numbers import interval, is_undefined
+from .style import (
+    SMALL,
+    WIDTH,
+    Figure,
+    plain_log_axis,
+    plottable,
+    require_matplotlib,
+    save,
+    styled,
+)
 
 if TYPE_CHECKING:
     from ...studies.correlate.result import Correlation
@@ -82,6 +94,56 @@ def x_label(measure: str) -> str:
     return f"{measure} ({'log10' if logged else 'linear'})"
 
 
+def value_key(v: Any) -> tuple[Any, ...]:
+    """Sort key of an axis value: numbers (or text that parses as one) in numeric order first
+    (train_size 75 < 200 < 600, lr 0.001 < 0.01), then other text in natural order."""
+    if v is None:
+        return (2, ())
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return (1, natural_key(str(v)))
+    return (0, f) if not math.isnan(f) else (2, ())
+
+
+def ordered_groups(frame: Any) -> tuple[np.ndarray, list[str]]:
+    """(code of each row, the label of each code) for the rows of ``frame`` (one or more
+    columns), codes in numeric order of the values (:func:`value_key`, column by column);
+    labels ``a x b`` for several columns."""
+    rows = [tuple(None if is_undefined(x) else x for x in r) for r in frame.itertuples(index=False)]
+    uniq = sorted(set(rows), key=lambda t: tuple(value_key(x) for x in t))
+    index = {t: i for i, t in enumerate(uniq)}
+    codes = np.array([index[t] for t in rows], dtype=int)
+    return codes, [" x ".join(str(x) for x in t) for t in uniq]
+
+
+#: A linear measure spanning more decades than this (positive values) gets a log axis.
+LOG_DECADES = 2.0
+
+
+def wants_log(values: np.ndarray) -> tuple[float, float] | None:
+    """(lo, hi) of the finite values when all are positive and span more than LOG_DECADES
+    decades (the axis is then logarithmic), else None."""
+    v = values[np.isfinite(values)]
+    if v.size < 2 or float(v.min()) <= 0:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    return (lo, hi) if math.log10(hi / lo) > LOG_DECADES else None
+
+
+def at_ceiling(result: Correlation, measure: str) -> np.ndarray | None:
+    """Which models sit at the rank ceiling (``spectrum_adaptive_ceiling_gap`` <
+    CEILING_THRESHOLD) in a scatter of a spectrum-adaptive measure; None for other measures or
+    without the column."""
+    import pandas as pd
+
+    m = result.models
+    if not measure.startswith("spectrum_adaptive") or "spectrum_adaptive_ceiling_gap" not in m:
+        return None
+    gap = pd.to_numeric(m["spectrum_adaptive_ceiling_gap"], errors="coerce").to_numpy(float)
+    return np.nan_to_num(gap, nan=np.inf) < CEILING_THRESHOLD
+
+
 @styled
 def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     """The measure against the gap (``colouring`` decides the colours)."""
@@ -101,35 +163,57 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
             "drawing only: models.csv holds them)"
         )
     fig, ax = plt.subplots(figsize=(SMALL, 3.8), layout="constrained")
+    ceiling = at_ceiling(result, measure)
+    at = ceiling if ceiling is not None else np.zeros(len(x), dtype=bool)
     if by is None:
-        ax.scatter(x, y, s=24, color="#3b6fb6")
+        codes, values, title = np.zeros(len(x), dtype=int), [""], ""
+    elif by == "architecture":
+        cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
+        (codes, values), title = ordered_groups(m[cells]), " x ".join(cells)
     else:
-        if by == "architecture":
-            cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
-            keys = m[cells].astype(str).agg(" x ".join, axis=1)
-            title = " x ".join(cells)
-        else:
-            keys, title = m[by].astype(str), by
-        codes, values = pd.factorize(keys, sort=True, use_na_sentinel=False)
-        few = len(values) <= 10
-        cmap = plt.get_cmap("tab10" if few else "viridis")
-        for k, v in enumerate(values):
-            sel = codes == k
-            color = cmap(k if few else k / max(len(values) - 1, 1))
-            ax.scatter(x[sel], y[sel], s=24, color=color, label=str(v))
-        if few:
-            ax.legend(title=title, fontsize=9, title_fontsize=9, loc="best", frameon=False)
-        else:
-            why += f"; colour over the {len(values)} values of {title}: dark = low, light = high"
-    ax.set_xlabel(x_label(measure))
+        (codes, values), title = ordered_groups(m[[by]]), by
+    few = len(values) <= 10
+    cmap = plt.get_cmap("tab10" if few else "viridis")
+    for k, v in enumerate(values):
+        color = "#3b6fb6" if by is None else cmap(k if few else k / max(len(values) - 1, 1))
+        sel = (codes == k) & ~at
+        ax.scatter(x[sel], y[sel], s=24, color=color, label=str(v) if by is not None else None)
+        if at.any():
+            sel = (codes == k) & at
+            ax.scatter(x[sel], y[sel], s=46, color=color, marker="x", linewidths=1.6)
+    if at.any():
+        ax.scatter([], [], s=46, color="#333", marker="x", label="at the rank ceiling")
+        why += (
+            f"; x: {int(at.sum())} models at the rank ceiling (ceiling gap < "
+            f"{CEILING_THRESHOLD:g}: the proxy is a rank count there)"
+        )
+    if by is not None and not few:
+        why += f"; colour over the {len(values)} values of {title}: dark = low, light = high"
+    if ax.get_legend_handles_labels()[1] and (few or at.any()):
+        ax.legend(  # outside the axes, right of them: never over a point
+            title=title if by is not None and few else None,
+            fontsize=9,
+            title_fontsize=9,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            frameon=False,
+        )
+    logged = x_label(measure).endswith("(log10)")
+    span = wants_log(x) if not logged and not clipped else None  # clipped: stays linear
+    if span is not None:
+        plain_log_axis(ax, "x", *span, max_ticks=5)
+        why += f"; log x axis (the values span more than {LOG_DECADES:g} decades)"
+    ax.set_xlabel(x_label(measure) if span is None else f"{measure} (log scale)")
     ax.set_ylabel(f"gap ({result.gap})")
     tau, lo, hi = (
         _float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
     )
-    iv = "" if math.isnan(lo) or math.isnan(hi) else f" [{lo:.2f}, {hi:.2f}]"
+    iv = "" if math.isnan(lo) or math.isnan(hi) else f" {interval(lo, hi)}"
     ax.set_title(f"{measure}\ntau {tau:.2f}{iv}" if not math.isnan(tau) else measure, fontsize=12)
     ax.grid(alpha=0.3)
-    ax.locator_params(axis="x", nbins=5)
+    if span is None:
+        ax.locator_params(axis="x", nbins=5)
     return save(fig, out_dir, f"measure_{measure}", measure, why)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...studies.scale.fit import CEILING_COLUMN
 from .style import (
     PROXY_COLORS,
     PROXY_LABELS,
@@ -18,6 +19,7 @@ from .style import (
     WIDTH,
     Figure,
     axis_label,
+    legend_below,
     plain_log_axis,
     require_matplotlib,
     save,
@@ -106,7 +108,15 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
         return None
     sym, osym = SYMBOL[axis], SYMBOL[other]
     curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
-    ds = np.concatenate([d for _, d in curves.values()])
+    ceilings = {}  # the rank ceiling of each group, relative to the same reference as its proxy
+    if CEILING_COLUMN in m.columns and ("spectrum_adaptive", groups[0][0]) in curves:
+        col = _proxy_column(m, "spectrum_adaptive")
+        for z, g in groups:
+            _x, d = curves[("spectrum_adaptive", z)]
+            ce = _numbers(g[CEILING_COLUMN]) - (_numbers(g[col]) - d)
+            if np.isfinite(ce).sum() >= 2:
+                ceilings[z] = ce
+    ds = np.concatenate([d for _, d in curves.values()] + list(ceilings.values()))
     ds = ds[np.isfinite(ds)]
     if ds.size == 0:  # every proxy beyond float64: nothing to draw (the page says undefined)
         return None
@@ -116,7 +126,7 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
     )
     cmap = plt.get_cmap("viridis")
     unit = "exponent" if axis == "hidden_size" else "log10 per layer"
-    flagged = False
+    flagged = ceiling_drawn = False
     for ax, (proxy, _col) in zip(axes[0], proxies, strict=True):
         for i, (z, _g) in enumerate(groups):
             x, d = curves[(proxy, z)]
@@ -141,13 +151,20 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
                     color=color,
                     alpha=0.6 if low is not None else 1.0,
                 )
+        for i, (z, _g) in enumerate(groups):
+            if proxy == "spectrum_adaptive" and z in ceilings:
+                x, ce = curves[(proxy, z)][0], ceilings[z]
+                color = cmap(i / max(len(groups) - 1, 1) * 0.85)
+                ax.plot(x, 10.0**ce if as_ratio else ce, ls="-.", lw=1.1, color=color)
+                ceiling_drawn = True
         ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
         ax.set_xlabel(axis_label(sym, log=axis == "hidden_size"))
         ax.grid(True, which="major", alpha=0.3)
         value_ticks(ax, "x", m[axis].unique(), log2=axis == "hidden_size")
-        ax.legend(
+        ax.legend(  # below the panel: never over a point
             title=f"fixed {osym} ({unit})",
-            loc="upper left",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
             frameon=False,
             fontsize=10,
             title_fontsize=10,
@@ -172,6 +189,12 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
         f"Both proxies against {sym}",
         f"Each colour is one fixed {osym}, divided by its value at the smallest {sym}; "
         f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}."
+        + (
+            " Dash-dot (spectrum-adaptive panel): the rank ceiling sum sqrt(r N) + sqrt(L) of "
+            "each model on the same scale (the proxy equals it when every matrix picks p* = 0)."
+            if ceiling_drawn
+            else ""
+        )
         + (
             " Dotted, labelled 'resid df': a fit with fewer than 2 residual degrees of freedom "
             "(too few points to check the line; its SE rests on at most one residual)."
@@ -211,7 +234,7 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     ax.set_ylabel("log10 B")
     ax.set_title("Both proxies per model")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside the bars
     return save(
         fig,
         out_dir,
@@ -221,11 +244,62 @@ def absolute_figure(study: Study, out_dir: Path) -> Figure | None:
     )
 
 
+#: The rank-ceiling diagnosis of models.csv (SPEC 10): the gap log10 ceiling - log10 B, the
+#: share of matrices at p* = 0.
+CEILING_SERIES = (
+    ("spectrum_adaptive_ceiling_gap", "log10 ceiling − log10 B"),
+    ("spectrum_adaptive_share_p0", "share of matrices at p* = 0"),
+)
+
+
+@styled
+def ceiling_figure(study: Study, out_dir: Path) -> Figure | None:
+    """The rank ceiling against N, one colour per L: the ceiling gap (0 = the proxy is its
+    rank count) and the share of matrices at p* = 0 (1 = every matrix charged by its rank)."""
+    plt = require_matplotlib()
+    m = study.models
+    series = [(c, lab) for c, lab in CEILING_SERIES if c in m.columns]
+    if m.empty or not series or "hidden_size" not in m or "num_layers" not in m:
+        return None
+    depths = sorted(m["num_layers"].dropna().unique())
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(
+        1, len(series), figsize=(WIDTH, 3.9), squeeze=False, layout="constrained"
+    )
+    for ax, (col, label) in zip(axes[0], series, strict=True):
+        for i, L in enumerate(depths):
+            g = m[m["num_layers"] == L].sort_values("hidden_size")
+            color = cmap(i / max(len(depths) - 1, 1) * 0.85)
+            ax.plot(
+                g["hidden_size"].to_numpy(float), _numbers(g[col]), "o", ms=5, color=color,
+                label=f"L = {L}",
+            )  # fmt: skip
+        ax.axhline(0 if col.endswith("gap") else 1, color="#444", lw=0.9, ls="--")
+        ax.set_xlabel(axis_label("N", log=True))
+        ax.set_ylabel(label)
+        value_ticks(ax, "x", m["hidden_size"].unique(), log2=True)
+        ax.grid(True, alpha=0.3)
+    legend_below(fig, axes[0], ncol=len(depths))
+    fig.suptitle("The rank ceiling of the spectrum-adaptive proxy")
+    return save(
+        fig,
+        out_dir,
+        "rank_ceiling",
+        "The rank ceiling against N",
+        "Left: log10 of the rank ceiling sum sqrt(r N) + sqrt(L) minus log10 of the "
+        "spectrum-adaptive proxy (dashed: 0, the proxy is its rank count); right: the share of "
+        "matrices at p* = 0 (dashed: 1). Where the share reaches 1 the gap is 0 and the "
+        "proxy's growth is the growth of the rank count.",
+    )
+
+
 def study_figures(study: Study, out_dir: Path) -> list[Figure]:
-    """The paper's growth figures (vs N at fixed L, vs L at fixed N) plus absolute values."""
+    """The paper's growth figures (vs N at fixed L, vs L at fixed N), the rank ceiling against
+    N, then absolute values."""
     figs = [
         growth_figure(study, "hidden_size", out_dir),
         growth_figure(study, "num_layers", out_dir),
+        ceiling_figure(study, out_dir),
         absolute_figure(study, out_dir),
     ]
     return [f for f in figs if f is not None]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...naming import display_names
 from ...studies.correlate.rules import BASELINES
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
-from ..html import figure_html, files_html, interval, page, render, table
+from ..html import figure_html, file_link, files_html, interval, page, render, table
 from ..numbers import sig_small, spec
 
 if TYPE_CHECKING:
@@ -98,17 +98,24 @@ def _verdict(row: dict[str, Any], axes: list[str]) -> str:
 _sig = sig_small
 
 
+def _text(v: Any) -> str:
+    """A text cell of a table read back (an empty cell is NaN there): "" when missing."""
+    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
 def primary_rows(result: Correlation) -> list[dict[str, str]]:
-    """The primary contrasts (protocol v3, differences.csv family primary) as the page shows
-    them: text cells, numbers formatted."""
+    """The primary contrasts (differences.csv family primary) as the page shows them: text
+    cells, numbers formatted, the interval "[lo, hi]" or "no interval", ``verdict_stable``."""
     d = result.differences
     if d is None or "family" not in d.columns:
         return []
     return [
         {
             **{k: str(r[k]) for k in ("contrast", "measure", "versus", "statistic")},
-            **{k: _sig(r[k]) for k in ("delta", "low", "high", "p", "p_holm")},
+            **{k: _sig(r[k]) for k in ("delta", "p", "p_holm")},
+            "interval": interval(r["low"], r["high"], 3),
             "verdict": str(r["verdict"]),
+            "verdict_stable": _text(r.get("verdict_stable")),
             "evidence": str(r["evidence"]),
         }
         for r in d[d["family"] == "primary"].to_dict("records")
@@ -132,10 +139,8 @@ def differences_sentences(result: Correlation, measure: str) -> list[str]:
             word = str(r["verdict"])
         else:
             word = better_word(lo, hi) if not (math.isnan(lo) or math.isnan(hi)) else "not shown"
-        out.append(
-            f"vs {r['versus']} on {r['statistic']}: delta {_sig(delta)} "
-            f"[{_sig(lo)}, {_sig(hi)}]: {word}"
-        )
+        iv = interval(lo, hi, 3)
+        out.append(f"vs {r['versus']} on {r['statistic']}: delta {_sig(delta)} {iv}: {word}")
     return out
 
 
@@ -175,7 +180,80 @@ def confound_sentence(result: Correlation, rows: dict[str, Any]) -> str:
     return text + ": n varies, so read each measure beyond n (τ_n, within strata of equal n)."
 
 
-def answer_context(result: Correlation) -> dict[str, Any]:
+def _with_interval(row: dict[str, Any], st: str) -> str:
+    """``x [lo, hi]`` of one statistic (the interval "no interval" when undefined); "" when
+    the statistic is not a column of the table."""
+    if st not in row:
+        return ""
+    lo, hi = row.get(f"{st}_low"), row.get(f"{st}_high")
+    if f"{st}_low" not in row or math.isnan(_float(row.get(st))):
+        return _sig(row.get(st))  # an undefined value has no interval to show
+    return f"{_sig(row.get(st))} {interval(lo, hi, 2)}"
+
+
+def compact_table(result: Correlation) -> pd.DataFrame:
+    """correlation.csv in Jiang et al.'s compact form, one row per measure: τ, τ_n, τ_arch
+    (with the cells used and those at the rank ceiling), Ψ and ψ per axis, the minimum CMI
+    (with the axes attaining it) and the robust sign-error (with its axis), as text cells
+    through :mod:`..numbers` ("x [lo, hi]"); every column is in correlation.csv."""
+    import pandas as pd
+
+    out = []
+    for r in result.correlation.to_dict("records"):
+        row: dict[str, Any] = {"measure": str(r["measure"]), "τ": _with_interval(r, "kendall_tau")}
+        if "tau_fixed_n" in r:
+            row["τ_n"] = _with_interval(r, "tau_fixed_n")
+        if "tau_arch" in r:
+            cells, ceil = _float(r.get("tau_arch_cells")), _float(r.get("tau_arch_ceiling"))
+            extra = (
+                ""
+                if math.isnan(cells)
+                else f" ({cells:.0f} cells"
+                + ("" if math.isnan(ceil) else f", {ceil:.0f} at ceiling")
+                + ")"
+            )
+            row["τ_arch"] = _with_interval(r, "tau_arch") + extra
+        row["Ψ"] = _with_interval(r, "psi")
+        for a in result.axes:
+            if f"psi_{a}" in r:
+                row[f"ψ {a}"] = _sig(r.get(f"psi_{a}"))
+        if "cmi" in r:
+            axes = _text(r.get("cmi_axes"))
+            row["CMI (min)"] = _with_interval(r, "cmi") + (f" ({axes})" if axes else "")
+        if "sign_error_robust" in r:
+            ax = _text(r.get("sign_error_robust_axis"))
+            v = _float(r.get("sign_error_robust"))
+            row["robust sign-error"] = (
+                ax or "too few pairs" if math.isnan(v) else f"{_sig(v)} ({ax})" if ax else _sig(v)
+            )
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+#: Columns of differences.csv the page leaves to the file: the per-seed figures (``;`` lists).
+SEED_COLUMNS = ("p_seeds", "low_seeds", "high_seeds")
+
+
+def differences_table(d: pd.DataFrame | None) -> Any:
+    """differences.csv on the page: delta, low and high in one format (:func:`_sig`), the
+    per-seed lists left to the file; None without rows."""
+    if d is None or not len(d):
+        return None
+    shown = d.drop(columns=[c for c in SEED_COLUMNS if c in d.columns])
+    return table(shown, page_size=50, formats=dict.fromkeys(("delta", "low", "high"), _sig))
+
+
+def scope_sentence(result: Correlation) -> str:
+    """What every verdict of a folder page is: this zoo alone (Holm over its own primary
+    rows, SPEC 10 protocol v4); the study's verdict is the answer about several zoos."""
+    n = len(primary_rows(result))
+    return (
+        f"this zoo alone (Holm over its own {n} primary rows); the study's verdict is the "
+        "answer about several zoos"
+    )
+
+
+def answer_context(result: Correlation, study_href: str | None = None) -> dict[str, Any]:
     """What the opening says (templates/_correlate_answer.html): the tool's own proxy, the
     primary contrasts, every measure's verdict, established differences, the rank ceiling,
     the zoo's counts."""
@@ -232,6 +310,8 @@ def answer_context(result: Correlation) -> dict[str, Any]:
     )
     unconverged = result.n_unconverged if not result.include_unconverged else 0
     return {
+        "scope": scope_sentence(result),
+        "study_href": study_href,
         "confound": confound_sentence(result, rows),
         "lead": lead,
         "primary": primary_rows(result),
@@ -263,8 +343,9 @@ def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
 
 
 def page_title(result: Correlation) -> str:
-    """``Correlation study: TASK, PRESET, protocol v3, with data measures``: the page says which
-    zoo it is on (preset from the zoo's zoo.json, "pooled" for several zoos)."""
+    """``Correlation study: TASK, PRESET, protocol v4, with data measures``: the page says which
+    zoo it is on (preset from the zoo's zoo.json, "pooled" for several zoos) and the protocol
+    number correlate.json records."""
     import json
 
     parts = [str(result.task)] if result.task else []
@@ -281,7 +362,7 @@ def page_title(result: Correlation) -> str:
             preset = result.zoos[0] if result.zoos else preset
     if preset:
         parts.append(str(preset))
-    parts.append("protocol v3")
+    parts.append(f"protocol v{result.summary()['protocol']}")
     data = any(m in result.measures for m in ("sharpness", "pacbayes_flatness", "inverse_margin"))
     parts.append("with data measures" if data else "weight measures only")
     return "Correlation study: " + ", ".join(parts)
@@ -301,9 +382,12 @@ def report_html(
     figures: list[Figure],
     out_dir: str | Path | None = None,
     siblings: Sequence[tuple[str, str]] = (),
+    study_href: str | None = None,
 ) -> str:
     """The whole report page (templates/correlate.html), figures embedded; links to the files
-    written next to it and to ``siblings`` (label, relative href) pages."""
+    written next to it, to ``siblings`` (label, relative href) pages and to the study's page
+    (``study_href``) beside the "this zoo alone" caveat of every verdict. correlation.csv is
+    shown in its compact form (:func:`compact_table`) and linked in full."""
     d = result.differences
     models = result.models.copy()
     labels, legend = model_labels(models)
@@ -315,13 +399,14 @@ def report_html(
         page_title(result),
         docs=("correlate", "measures"),
         template="correlate.html",
-        a=answer_context(result),
+        a=answer_context(result, study_href),
         files=files_html(out_dir, CORRELATE_FILES),
         siblings=list(siblings),
         notes=list(result.notes),
         figures=[figure_html(f) for f in figures],
-        correlation=table(result.correlation),
-        differences=table(d, page_size=50) if d is not None and len(d) else None,
+        correlation=table(compact_table(result), page_size=60),
+        correlation_link=file_link(out_dir, "correlation.csv"),
+        differences=differences_table(d),
         n_models=len(result.models),
         path_columns=drop,
         models=table(models, page_size=50),
@@ -356,6 +441,13 @@ def sibling_pages(out: Path) -> list[tuple[str, str]]:
     return pages
 
 
+def study_page(out: Path) -> str | None:
+    """``../study/report.html`` when the study's page sits beside ``out`` (a benchmark's
+    results/ folder), else None."""
+    there = Path(out).absolute().parent / "study" / "report.html"
+    return "../study/report.html" if there.is_file() and Path(out).name != "study" else None
+
+
 def write_page(
     result: Correlation,
     folder: str | Path,
@@ -363,6 +455,7 @@ def write_page(
     figures: bool = True,
     siblings: Sequence[tuple[str, str]] = (),
     figure_formats: str | Sequence[str] | None = None,
+    study_href: str | None = None,
 ) -> None:
     """Write figures/ (unless ``figures`` is False; each in ``figure_formats``, SVG by default)
     and report.html into ``folder`` (the result's folder being written; the page links to the
@@ -373,7 +466,7 @@ def write_page(
     with writing_formats(figure_formats):
         figs = correlation_figures(result, folder / "figures") if figures else []
     (folder / "report.html").write_text(
-        report_html(result, figs, folder, siblings), encoding="utf-8"
+        report_html(result, figs, folder, siblings, study_href), encoding="utf-8"
     )
 
 
@@ -390,7 +483,12 @@ def correlation_page(
     now, before the write) unless ``siblings`` are given."""
     links = list(siblings) or sibling_pages(Path(out))
     return functools.partial(
-        write_page, result, figures=figures, siblings=links, figure_formats=figure_formats
+        write_page,
+        result,
+        figures=figures,
+        siblings=links,
+        figure_formats=figure_formats,
+        study_href=study_page(Path(out)),
     )
 
 

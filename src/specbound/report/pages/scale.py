@@ -75,7 +75,13 @@ def answer_context(study: Study) -> dict[str, Any]:
                 verdicts.append({"sym": sym, "other": osym, "text": " ".join(said)})
     if len(m):
         low = V.low_df_note(g) if not g.empty else None
-        lines = (N.ceiling_count(m), N.dominance_note(m), low, *N.measure_notes(m, g))
+        lines = (
+            N.ceiling_count(m),
+            N.training_note(m),
+            N.dominance_note(m),
+            low,
+            *N.measure_notes(m, g),
+        )
         notes = [line for line in lines if line]
     ranges = []
     for proxy, label in (("spectrum_adaptive", "spectrum-adaptive"), ("norm_based", "norm-based")):
@@ -155,7 +161,10 @@ def models_display(study: Study) -> pd.DataFrame:
     for c in SHARE_COLUMNS:
         if c in m.columns:  # percentages, as the text says them (share_text)
             m[c] = 100.0 * m[c].astype(float)
-    return key_columns_first(m, ["model", "num_layers", "hidden_size", *measure_cols])
+    from ...studies.scale.notes import TRAINING_COLUMNS
+
+    trained = [c for c, _ in TRAINING_COLUMNS if c in m.columns]
+    return key_columns_first(m, ["model", "num_layers", "hidden_size", *trained, *measure_cols])
 
 
 #: Share columns of models.csv; the page shows them in percent (SHARE_LABELS).
@@ -247,8 +256,10 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
             for f, v in zip(growth["fit"], growth["fixed_value"], strict=True)
         ]
         growth["fixed_value"] = fixed
+    readme = Path(out_dir).absolute().parent.parent / "README.md"
     html_text = page(
         study.title,
+        readme="../../README.md" if readme.is_file() and "benchmarks" in readme.parts else None,
         docs=("scale", "measures"),
         template="scale.html",
         a=answer_context(study),

@@ -48,6 +48,35 @@ def ceiling_count(models: pd.DataFrame) -> str | None:
     )
 
 
+#: Columns of models.csv that say how each model was trained (a trained zoo's manifest), in the
+#: order the scale page shows them, with their words.
+TRAINING_COLUMNS = (
+    ("test_acc", "test accuracy"),
+    ("train_acc", "train accuracy"),
+    ("steps", "steps"),
+)
+
+
+def training_note(models: pd.DataFrame) -> str | None:
+    """The range of each training column of models.csv present (:data:`TRAINING_COLUMNS`):
+    ``test accuracy 0.82 to 0.95, steps 240 to 1,200 over 40 models``; None without any."""
+    import numpy as np
+    import pandas as pd
+
+    parts = []
+    for col, word in TRAINING_COLUMNS:
+        if col not in models.columns:
+            continue
+        v = pd.to_numeric(models[col], errors="coerce").to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            fmt = "{:,.0f}" if col == "steps" else "{:.3f}"
+            parts.append(f"{word} {fmt.format(v.min())} to {fmt.format(v.max())}")
+    if not parts:
+        return None
+    return f"Training: {', '.join(parts)} over {len(models)} models (each model's in the table)."
+
+
 def exponent_allowed(models: pd.DataFrame, name: str) -> bool:
     """Whether the fitted slopes of measure ``name`` may be called growth exponents: not
     when its column holds negative values (a log such as log_spectral_product that is below 0:

@@ -419,10 +419,16 @@ def ceiling_verdict(models: pd.DataFrame, growth: pd.DataFrame, axis: str) -> st
             f"Whether the spectrum-adaptive proxy grows with {sym} as its rank ceiling does is "
             f"undetermined ({what}: no residual degrees of freedom)."
         )
+    toward = (
+        "it comes closer to its ceiling as the model grows (the ceiling gap shrinks)"
+        if word == FASTER
+        else "it moves further below its ceiling as the model grows (the ceiling gap widens)"
+    )
     return (
         f"The spectrum-adaptive proxy grows {word} with {sym} than its rank ceiling ({what}; "
-        f"beyond {_k_text(kk)} combined standard errors): the trained spectra, not only the "
-        "ranks, shape its growth."
+        f"beyond {_k_text(kk)} combined standard errors): {toward}. Where every matrix picks "
+        "p* = 0 (share p*=0 at 100%) the proxy is its rank ceiling, and its growth is the "
+        "growth of the rank count."
     )
 
 
