@@ -196,3 +196,46 @@ def test_tags_take_their_own_clause():
     assert got["C1"] == {"worse"} and got["C2"] == {"worse"}
     assert got["C3"] == {t.NO_VERDICT}
     assert got["C4"] == {t.NO_VERDICT} and got["C5"] == {t.NO_VERDICT}
+
+
+def test_ladder_check_covers_the_per_depth_slopes(tmp_path):
+    """ladder.py --check refits each depth's width exponent (growth.csv's per_fixed rows) with
+    numpy alone: a changed per-depth norm-based slope is reported."""
+    import shutil
+
+    sys.path.insert(0, str(HERE))
+    try:
+        import ladder
+    finally:
+        sys.path.remove(str(HERE))
+    src = HERE / "results" / "digits-ladder"
+    for name in ("models.csv", "growth.csv"):
+        shutil.copy(src / name, tmp_path / name)
+    assert ladder.check(tmp_path) == []
+    g = pd.read_csv(tmp_path / "growth.csv")
+    row = (g["fit"] == "per_fixed") & (g["measure"] == "norm_based")
+    row &= (g["axis"] == "hidden_size") & (g["fixed_value"] == 4)
+    assert row.sum() == 1
+    g.loc[row, "exponent"] += 0.5
+    g.to_csv(tmp_path / "growth.csv", index=False)
+    assert any("depth 4" in p for p in ladder.check(tmp_path))
+
+
+def test_ladder_transition_refits():
+    """The transition of the pooled width exponent, refitted from models.csv: widths >= 256 alone
+    give the spectrum-adaptive proxy an exponent near the ceiling's 1, the norm-based one far more;
+    the local exponent from width 32 to 64 exceeds the one from 256 to 512 at every depth."""
+    sys.path.insert(0, str(HERE))
+    try:
+        import ladder
+    finally:
+        sys.path.remove(str(HERE))
+    m = pd.read_csv(HERE / "results" / "digits-ladder" / "models.csv")
+    big = ladder.per_depth_fits(m, "spectrum_adaptive", 256).set_index("depth")
+    assert abs(big.loc["pooled", "exponent"] - 1.0) < 0.1
+    nb = ladder.per_depth_fits(m, "norm_based", 256).set_index("depth")
+    assert nb.loc["pooled", "exponent"] > 5 * big.loc["pooled", "exponent"]
+    loc = ladder.local_exponents(m, "spectrum_adaptive")
+    for depth, sub in loc.groupby("depth"):
+        s = sub.set_index("step")["exponent"]
+        assert s["32-64"] > s["256-512"], depth
