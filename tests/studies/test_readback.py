@@ -127,3 +127,19 @@ def test_cli_reevaluation_of_a_tampered_folder_is_one_line_and_writes_nothing(tm
     line = r.one_error_line()
     assert "models.csv: row 6, column 'gap': 5.0 is outside [-1, 1]" in line
     assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+
+
+def test_arch_primary_rows_read_back(tmp_path):
+    """A folder whose primary family is A1-A3 on tau_arch (protocol v4) reads back with and
+    without its correlate.json; an A-row relabelled P1 is refused (issue 45)."""
+    meta = R.read_correlate_json(FOLDER)
+    assert meta["primary_statistic"] == "tau_arch"
+    for m in (meta, None):
+        d = R.read_differences_csv(FOLDER, m)
+        assert set(d.loc[d["family"] == "primary", "contrast"]) == {"A1", "A2", "A3"}
+    c = _copy(tmp_path)
+    diffs = pd.read_csv(c / "differences.csv")
+    row = int(np.flatnonzero((diffs["contrast"] == "A1").to_numpy())[0])
+    _set(c / "differences.csv", row, "contrast", "P1")
+    with pytest.raises(ReadbackError, match="not a primary contrast"):
+        R.read_differences_csv(c, R.read_correlate_json(c))

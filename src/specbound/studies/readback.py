@@ -203,10 +203,13 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
 
 
 def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any) -> None:
-    """One primary row per contrast, with the contrast's measures; with ``meta``: exactly the
-    contrasts whose two measures it lists, on its primary statistic."""
+    """One primary row per contrast, with the contrast's measures (A1-A3 when the primary
+    statistic, correlate.json's or else the rows', is tau_arch; else P1-P3); with ``meta``:
+    exactly the contrasts whose two measures it lists, on its primary statistic."""
     prim = d[d["family"] == V.PRIMARY]
-    known = {c: (a, b) for c, a, b in V.PRIMARY_CONTRASTS}
+    stats = set(prim["statistic"]) if "statistic" in prim.columns else set()
+    stat = (meta or {}).get("primary_statistic") or (stats.pop() if len(stats) == 1 else "")
+    known = {c: (a, b) for c, a, b in V.primary_contrasts(str(stat))}
     seen: set[str] = set()
     for i, row in prim.iterrows():
         c = row.get("contrast")
