@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -239,3 +240,35 @@ def test_ladder_transition_refits():
     for depth, sub in loc.groupby("depth"):
         s = sub.set_index("step")["exponent"]
         assert s["32-64"] > s["256-512"], depth
+
+
+def test_tau_b_by_brute_force_matches_scipy():
+    from scipy.stats import kendalltau
+
+    t = _tables_module()
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        x = rng.integers(0, 4, size=12).astype(float)  # ties on both sides
+        y = rng.integers(0, 5, size=12).astype(float)
+        want = kendalltau(x, y, variant="b").statistic
+        got = t.tau_b(x, y)
+        assert (np.isnan(want) and np.isnan(got)) or abs(got - want) < 1e-12
+    assert np.isnan(t.tau_b(np.ones(5), np.arange(5.0)))  # constant: no tau-b
+
+
+def test_a_changed_tau_arch_is_caught(tmp_path, monkeypatch):
+    """--check recomputes tau_arch of each A1-A3 measure as the mean of per-cell tau-b."""
+    import shutil
+
+    t = _tables_module()
+    src = HERE / "results" / "digits-arch"
+    dst = tmp_path / "results" / "digits-arch"
+    dst.mkdir(parents=True)
+    for name in ("correlate.json", "models.csv", "correlation.csv"):
+        shutil.copy(src / name, dst / name)
+    monkeypatch.setattr(t, "HERE", tmp_path)
+    assert t.arch_problems() == []
+    c = pd.read_csv(dst / "correlation.csv")
+    c.loc[c["measure"] == "norm_based", "tau_arch"] += 0.01
+    c.to_csv(dst / "correlation.csv", index=False)
+    assert any("tau_arch of norm_based" in p for p in t.arch_problems())

@@ -42,4 +42,4 @@ for z in digits-arch digits-arch-replicate; do
 done
 ./regenerate.sh
 python ladder.py --check
-python tables.py --check README.md ../../README.md
+python tables.py --check README.md ../../README.md answer.md
