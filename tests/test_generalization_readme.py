@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -196,3 +197,78 @@ def test_tags_take_their_own_clause():
     assert got["C1"] == {"worse"} and got["C2"] == {"worse"}
     assert got["C3"] == {t.NO_VERDICT}
     assert got["C4"] == {t.NO_VERDICT} and got["C5"] == {t.NO_VERDICT}
+
+
+def test_ladder_check_covers_the_per_depth_slopes(tmp_path):
+    """ladder.py --check refits each depth's width exponent (growth.csv's per_fixed rows) with
+    numpy alone: a changed per-depth norm-based slope is reported."""
+    import shutil
+
+    sys.path.insert(0, str(HERE))
+    try:
+        import ladder
+    finally:
+        sys.path.remove(str(HERE))
+    src = HERE / "results" / "digits-ladder"
+    for name in ("models.csv", "growth.csv"):
+        shutil.copy(src / name, tmp_path / name)
+    assert ladder.check(tmp_path) == []
+    g = pd.read_csv(tmp_path / "growth.csv")
+    row = (g["fit"] == "per_fixed") & (g["measure"] == "norm_based")
+    row &= (g["axis"] == "hidden_size") & (g["fixed_value"] == 4)
+    assert row.sum() == 1
+    g.loc[row, "exponent"] += 0.5
+    g.to_csv(tmp_path / "growth.csv", index=False)
+    assert any("depth 4" in p for p in ladder.check(tmp_path))
+
+
+def test_ladder_transition_refits():
+    """The transition of the pooled width exponent, refitted from models.csv: widths >= 256 alone
+    give the spectrum-adaptive proxy an exponent near the ceiling's 1, the norm-based one far more;
+    the local exponent from width 32 to 64 exceeds the one from 256 to 512 at every depth."""
+    sys.path.insert(0, str(HERE))
+    try:
+        import ladder
+    finally:
+        sys.path.remove(str(HERE))
+    m = pd.read_csv(HERE / "results" / "digits-ladder" / "models.csv")
+    big = ladder.per_depth_fits(m, "spectrum_adaptive", 256).set_index("depth")
+    assert abs(big.loc["pooled", "exponent"] - 1.0) < 0.1
+    nb = ladder.per_depth_fits(m, "norm_based", 256).set_index("depth")
+    assert nb.loc["pooled", "exponent"] > 5 * big.loc["pooled", "exponent"]
+    loc = ladder.local_exponents(m, "spectrum_adaptive")
+    for depth, sub in loc.groupby("depth"):
+        s = sub.set_index("step")["exponent"]
+        assert s["32-64"] > s["256-512"], depth
+
+
+def test_tau_b_by_brute_force_matches_scipy():
+    from scipy.stats import kendalltau
+
+    t = _tables_module()
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        x = rng.integers(0, 4, size=12).astype(float)  # ties on both sides
+        y = rng.integers(0, 5, size=12).astype(float)
+        want = kendalltau(x, y, variant="b").statistic
+        got = t.tau_b(x, y)
+        assert (np.isnan(want) and np.isnan(got)) or abs(got - want) < 1e-12
+    assert np.isnan(t.tau_b(np.ones(5), np.arange(5.0)))  # constant: no tau-b
+
+
+def test_a_changed_tau_arch_is_caught(tmp_path, monkeypatch):
+    """--check recomputes tau_arch of each A1-A3 measure as the mean of per-cell tau-b."""
+    import shutil
+
+    t = _tables_module()
+    src = HERE / "results" / "digits-arch"
+    dst = tmp_path / "results" / "digits-arch"
+    dst.mkdir(parents=True)
+    for name in ("correlate.json", "models.csv", "correlation.csv"):
+        shutil.copy(src / name, dst / name)
+    monkeypatch.setattr(t, "HERE", tmp_path)
+    assert t.arch_problems() == []
+    c = pd.read_csv(dst / "correlation.csv")
+    c.loc[c["measure"] == "norm_based", "tau_arch"] += 0.01
+    c.to_csv(dst / "correlation.csv", index=False)
+    assert any("tau_arch of norm_based" in p for p in t.arch_problems())

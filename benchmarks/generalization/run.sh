@@ -33,6 +33,13 @@ for z in digits-replicate modular-addition-replicate; do
 done
 specbound zoo train digits --grid grids/digits-ladder.yaml --out zoos/digits-ladder --ensemble 1 --engine ray
 specbound scale --manifest zoos/digits-ladder/models.txt --out results/digits-ladder
+# fourth answer (protocol v4): zoos designed for tau_arch (n = 200 fixed; depth x width cells of
+# lr x weight decay x 3 seeds), one model at a time; correlate-digits-arch*.time, zoo-digits-arch*.time
+specbound zoo train digits --grid grids/digits-arch.yaml --out zoos/digits-arch --ensemble 1
+specbound zoo train digits --grid grids/digits-arch-replicate.yaml --out zoos/digits-arch-replicate --ensemble 1
+for z in digits-arch digits-arch-replicate; do
+  specbound correlate "zoos/$z" --out "results/$z" --bootstrap 1000 --seed 0
+done
 ./regenerate.sh
 python ladder.py --check
-python tables.py --check README.md ../../README.md
+python tables.py --check README.md ../../README.md answer.md

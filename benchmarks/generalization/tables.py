@@ -6,8 +6,9 @@ Usage:
     python benchmarks/generalization/tables.py --check README.md [../../README.md ...]
         # exit 1 unless every measure row of README.md's tables is a row printed here, every
         # claim of claims.csv (ids unique) has its committed row with the verdict it asserts,
-        # every verdict sentence of the given texts cites a claim ([C1]) whose verdict it
-        # states (negations read as such) and every claim is cited; exit 2 without a text
+        # every tau_arch equals the mean of its per-cell tau-b recomputed here, every verdict
+        # sentence of the given texts cites a claim ([C1]) whose verdict it states (negations
+        # read as such) and every claim is cited; exit 2 without a text
 
 Reads only; writes nothing. A results folder written by protocol v2 (correlation.csv with
 ``kendall_tau_low``, differences.csv) is printed as v2 tables: tau, Psi, tau_fixed_n and
@@ -26,6 +27,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
@@ -187,16 +189,31 @@ def primary_table(d: pd.DataFrame) -> str:
 
 
 def study_table(p: pd.DataFrame) -> str:
-    """The study's primary table: every P1-P3 row of every folder, Holm over all of them."""
+    """The study's primary table: every primary row (P1-P3 or A1-A3) of every folder; Holm over
+    the rows of the independent folders (``family``) only, a ``secondary`` folder's row with its
+    own folder's p_holm and verdict and the family folder it shares models with (protocol v4)."""
+    v4 = "independence" in p.columns
+
+    def independence(r: dict) -> str:
+        if r.get("independence") != "secondary":
+            return "family"
+        return f"secondary ({Path(str(r['overlaps'])).name}: {int(r['shared_models'])} shared)"
+
     rows = [
         [
             str(r["contrast"]),
             f"`{Path(str(r['folder'])).name}`",
             str(r["role"]),
+            *([independence(r)] if v4 else []),
             f"{f(r['delta'])} [{f(r['low'])}, {f(r['high'])}]",
             pv(r["p"]),
             pv(r["p_holm"]),
             str(r["verdict"]),
+            *(
+                [str(r["verdict_stable"]) if isinstance(r["verdict_stable"], str) else ""]
+                if v4
+                else []
+            ),
             "" if not isinstance(r["replicated"], str) else r["replicated"],
         ]
         for r in p.to_dict("records")
@@ -206,10 +223,12 @@ def study_table(p: pd.DataFrame) -> str:
             "contrast",
             "folder",
             "role",
+            *(["independence"] if v4 else []),
             "delta [95%]",
             "p",
             "p_holm (study)",
             "verdict",
+            *(["stable (5 seeds)"] if v4 else []),
             "replicated",
         ],
         rows,
@@ -276,7 +295,7 @@ def recompute(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str], dict
 def measure_names() -> set[str]:
     """Every measure of every committed correlation.csv, and the primary contrasts' names
     (the first cell of a primary row)."""
-    names: set[str] = {"P1", "P2", "P3"}
+    names: set[str] = {"P1", "P2", "P3", "A1", "A2", "A3"}
     for c in (HERE / "results").glob("*/correlation.csv"):
         names |= set(pd.read_csv(c)["measure"])
     return names
@@ -523,6 +542,134 @@ def tables_of(c: pd.DataFrame, d: pd.DataFrame, axes: list[str], ceil: dict) -> 
     return parts
 
 
+def proxy_table(folders: list[Path], measures: tuple[str, ...]) -> str:
+    """Each measure's own rank statistics in each folder, one row per (measure, folder): tau,
+    tau_n and tau_arch with their intervals (undefined where the folder has no strata of n, or no
+    cell of several configurations), and the cells tau_arch used."""
+    rows = []
+    for name in measures:
+        for folder in folders:
+            c = pd.read_csv(folder / "correlation.csv").set_index("measure")
+            if name not in c.index:
+                continue
+            r = c.loc[name].to_dict()
+            arch = iv(r, "tau_arch") if "tau_arch" in r else "undefined"
+            cells = r.get("tau_arch_cells")
+            rows.append(
+                [
+                    f"`{name}`",
+                    f"`{folder.name}`",
+                    iv(r, "kendall_tau"),
+                    iv(r, "tau_fixed_n"),
+                    arch + (f" ({int(cells)} cells)" if not pd.isna(cells) and cells else ""),
+                ]
+            )
+    return table(["measure", "folder", "tau [95%]", "tau_n [95%]", "tau_arch [95%]"], rows)
+
+
+# --- the zoos designed for tau_arch: every cell, recomputed here -------------------------------
+
+#: The measures of the A1-A3 contrasts, in the order of the cell table.
+ARCH_MEASURES = ("spectrum_adaptive", "norm_based", "log_spectral_product", "distance_from_init")
+CELL = ("depth", "width", "train_size")
+
+
+def tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b by brute force over all pairs (shares no code with specbound):
+    sum sign(dx) sign(dy) / sqrt(pairs untied in x * pairs untied in y); NaN when either
+    count is 0 (a measure constant in the cell)."""
+    i, j = np.triu_indices(len(x), 1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    nx, ny = int(np.count_nonzero(dx)), int(np.count_nonzero(dy))
+    if nx == 0 or ny == 0:
+        return math.nan
+    return float(np.sum(dx * dy) / math.sqrt(nx * ny))
+
+
+def is_arch(folder: Path) -> bool:
+    """True for a folder whose primary statistic is tau_arch (A1-A3)."""
+    meta = json.loads((folder / "correlate.json").read_text())
+    return meta.get("primary_statistic") == "tau_arch"
+
+
+def arch_cells(folder: Path) -> pd.DataFrame:
+    """One row per depth x width x n cell: Kendall tau-b of each A1-A3 measure with the gap over
+    the cell's models, and the cell's diagnostics (share of matrices at p* = 0, ceiling gap,
+    adaptive headroom, steps, test accuracy)."""
+    m = pd.read_csv(folder / "models.csv")
+    m = m[m["converged"].astype(str).str.lower() == "true"] if "converged" in m else m
+    rows = []
+    for key, g in m.groupby(list(CELL)):
+        r = dict(zip(CELL, key, strict=True), models=len(g))
+        gap = g["gap"].to_numpy(float)
+        for name in ARCH_MEASURES:
+            r[name] = tau_b(g[name].to_numpy(float), gap)
+        r["share_p0"] = float(g["spectrum_adaptive_share_p0"].mean())
+        r["ceiling_gap"] = float(g["spectrum_adaptive_ceiling_gap"].mean())
+        head = g["adaptive_headroom_min"] if "adaptive_headroom_min" in g else pd.Series(math.nan)
+        r["headroom_median"] = float(head.median())
+        r["at_ceiling"] = int((g["spectrum_adaptive_ceiling_gap"] < 1e-3).sum())
+        r["steps_min"], r["steps_max"] = int(g["steps"].min()), int(g["steps"].max())
+        r["test_acc"] = float(g["test_acc"].mean())
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def arch_tables(folder: Path) -> str:
+    """Per-cell tau of each A1-A3 measure (rows: measures; the last column their mean, which is
+    the committed tau_arch when they agree) and the per-cell diagnostics."""
+    cells = arch_cells(folder)
+    names = [f"d{int(r['depth'])} w{int(r['width'])}" for r in cells.to_dict("records")]
+    rows = [
+        [f"`{k}`", *[f(x) for x in cells[k]], f(float(np.nanmean(cells[k])))] for k in ARCH_MEASURES
+    ]
+    t1 = table(["measure", *names, "mean (tau_arch)"], rows)
+    t2 = table(
+        [
+            "depth",
+            "width",
+            "models",
+            "at ceiling",
+            "share p*=0",
+            "ceiling gap",
+            "headroom (median)",
+            "steps",
+            "test acc",
+        ],
+        [
+            [
+                str(int(r["depth"])),
+                str(int(r["width"])),
+                str(r["models"]),
+                str(r["at_ceiling"]),
+                f"{r['share_p0']:.3f}",
+                f"{r['ceiling_gap']:.3g}",
+                f"{r['headroom_median']:+.3g}",
+                f"{r['steps_min']}-{r['steps_max']}",
+                f"{r['test_acc']:.3f}",
+            ]
+            for r in cells.to_dict("records")
+        ],
+    )
+    return t1 + "\n\n" + t2
+
+
+def arch_problems() -> list[str]:
+    """Each tau_arch zoo's A1-A3 measure whose committed tau_arch differs from the mean of the
+    per-cell tau-b recomputed here (1e-12)."""
+    bad = []
+    for folder in sorted(p for p in (HERE / "results").iterdir() if p.is_dir()):
+        if not (folder / "correlate.json").is_file() or not is_arch(folder):
+            continue
+        cells = arch_cells(folder)
+        c = pd.read_csv(folder / "correlation.csv").set_index("measure")
+        for name in ARCH_MEASURES:
+            mine, theirs = float(np.nanmean(cells[name])), float(c.loc[name, "tau_arch"])
+            if not abs(mine - theirs) <= 1e-12:
+                bad.append(f"{folder.name}: tau_arch of {name} is {theirs!r}, recomputed {mine!r}")
+    return bad
+
+
 def summary_of(folder: Path) -> str:
     meta = json.loads((folder / "correlate.json").read_text())
     zoos = [z for z in meta.get("zoos") or [] if (HERE / "zoos" / z).is_dir()]
@@ -544,9 +691,19 @@ def render(again: bool = False) -> str:
             parts += tables_of(*recompute(folder))
             continue
         parts += folder_tables(folder)
+        if is_arch(folder):
+            parts.append(f"Per cell (recomputed from models.csv):\n\n{arch_tables(folder)}\n")
     study = HERE / "results" / "study" / "primary.csv"
     if study.is_file():
-        parts.append("## study (every primary row, Holm over all of them)\n")
+        folders = list(dict.fromkeys(Path(str(x)).name for x in pd.read_csv(study)["folder"]))
+        parts.append("## each proxy in each folder of the study\n")
+        parts.append(
+            proxy_table(
+                [HERE / "results" / x for x in folders], ("spectrum_adaptive", "norm_based")
+            )
+            + "\n"
+        )
+        parts.append("## study (every primary row, Holm over the independent folders' rows)\n")
         parts.append(study_table(pd.read_csv(study)) + "\n")
     ladder = HERE / "results" / "digits-ladder" / "growth.csv"
     if ladder.is_file():
@@ -573,6 +730,7 @@ def main(argv: list[str]) -> None:
             for line in unbacked_rows(texts[argv[1]], printed)
         ]
         bad += claim_problems(texts)
+        bad += arch_problems()
         for line in bad:
             print(line, file=sys.stderr)
         sys.exit(1 if bad else 0)

@@ -150,3 +150,19 @@ def test_arch_contrasts_of_a_zoo_designed_for_tau_arch_read_back(tmp_path):
     diffs.to_csv(d / "differences.csv", index=False)
     with pytest.raises(ReadbackError, match="contrast"):
         R.read_differences_csv(d, R.read_correlate_json(d))
+
+
+def test_arch_primary_rows_read_back(tmp_path):
+    """A folder whose primary family is A1-A3 on tau_arch (protocol v4) reads back with and
+    without its correlate.json; an A-row relabelled P1 is refused (issue 45)."""
+    meta = R.read_correlate_json(FOLDER)
+    assert meta["primary_statistic"] == "tau_arch"
+    for m in (meta, None):
+        d = R.read_differences_csv(FOLDER, m)
+        assert set(d.loc[d["family"] == "primary", "contrast"]) == {"A1", "A2", "A3"}
+    c = _copy(tmp_path)
+    diffs = pd.read_csv(c / "differences.csv")
+    row = int(np.flatnonzero((diffs["contrast"] == "A1").to_numpy())[0])
+    _set(c / "differences.csv", row, "contrast", "P1")
+    with pytest.raises(ReadbackError, match="not a primary contrast"):
+        R.read_differences_csv(c, R.read_correlate_json(c))

@@ -203,16 +203,13 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
 
 
 def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any) -> None:
-    """One primary row per contrast, with the contrast's measures; with ``meta``: exactly the
-    contrasts whose two measures it lists, on its primary statistic. The contrasts are A1-A3
-    (``ARCH_CONTRASTS``) when the primary statistic is tau_arch (correlate.json's, or without
-    it, the rows'), else P1-P3."""
+    """One primary row per contrast, with the contrast's measures (A1-A3 when the primary
+    statistic, correlate.json's or else the rows', is tau_arch; else P1-P3); with ``meta``:
+    exactly the contrasts whose two measures it lists, on its primary statistic."""
     prim = d[d["family"] == V.PRIMARY]
-    stat = (meta or {}).get("primary_statistic")
-    if stat is None:
-        stat = V.TAU_ARCH if (prim["statistic"] == V.TAU_ARCH).any() else None
-    family = V.ARCH_CONTRASTS if stat == V.TAU_ARCH else V.PRIMARY_CONTRASTS
-    known = {c: (a, b) for c, a, b in family}
+    stats = set(prim["statistic"]) if "statistic" in prim.columns else set()
+    stat = (meta or {}).get("primary_statistic") or (stats.pop() if len(stats) == 1 else "")
+    known = {c: (a, b) for c, a, b in V.primary_contrasts(str(stat))}
     seen: set[str] = set()
     for i, row in prim.iterrows():
         c = row.get("contrast")
