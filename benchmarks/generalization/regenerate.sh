@@ -36,6 +36,8 @@ restate digits-arch-replicate digits-arch-replicate
   results/digits-arch results/digits-arch-replicate \
   --replicates digits=results/digits-v2,results/digits-replicate:results/digits-pooled \
   --replicates modular-addition=results/modular-addition-v2,results/modular-addition-replicate:results/modular-addition-pooled \
-  --out results/study --quiet
-# once 'specbound study --answer FILE' exists, add to the call above:
-#   --answer answer.md   (answer.md: the README's answer; `python tables.py --check answer.md` checks it)
+  --answer answer.md --out results/study --quiet
+# answer.md is the README's answer, opening the study page; `python tables.py --check answer.md`
+# checks its verdicts against the family rows
+# the ladder's page from its own models.csv and growth.csv, with the zoo's training columns
+"${PYTHON:-python}" ladder_page.py
