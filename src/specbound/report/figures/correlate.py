@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...measures import get_measure, measure_names
+from ...studies.correlate.stats import cell_r2
 from .style import SMALL, WIDTH, Figure, plottable, require_matplotlib, save, styled
 
 if TYPE_CHECKING:
@@ -42,8 +44,6 @@ def architecture_share(result: Correlation, measure: str) -> float:
     """R^2 of the measure on the architecture cells (``stats.cell_r2``); NaN without them."""
     import pandas as pd
 
-    from ...studies.correlate.stats import cell_r2
-
     m = result.models
     cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
     if not cells or measure not in m.columns:
@@ -72,8 +72,6 @@ _LOG10_SUFFIXES = ("_per_sqrt_n", "_per_margin_sqrt_n", "_over_margin")
 def x_label(measure: str) -> str:
     """``measure (log10)`` when the measure's values are log10 (SPEC 9's ``log10`` measures,
     their n- and margin-normalized forms, ``sample_size_only``), else ``measure (linear)``."""
-    from ...measures import get_measure, measure_names
-
     logged = (
         (measure in measure_names() and get_measure(measure).log10)
         or measure.endswith(_LOG10_SUFFIXES)
