@@ -17,9 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._version import __version__
+from .adapters.registry import adapter_for
 from .core import ModelSpec
-from .errors import Param, SpecboundError
+from .errors import ConfigError, Param, SpecboundError
+from .io import output_dir
+from .io.checkpoint import load_checkpoint
 from .io.files import json_safe
+from .linalg import cache as spectra_cache
 from .linalg.model import (
     DEVICE,
     Progress,
@@ -28,11 +32,31 @@ from .linalg.model import (
     compute_distance,
 )
 from .linalg.spectra import Spectra
-from .measures import measure_names
+from .linalg.weights import WeightSpectra
+from .measures import (
+    MeasureInput,
+    compute_measures,
+    get_measure,
+    measure_names,
+    needs_weight_spectra,
+    resolve_names,
+)
+from .measures._htsr import fit_summary, weight_fits
 from .measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
+from .measures.spectrum_adaptive import (
+    adaptive_headrooms,
+    ceiling_gap,
+    headroom_min,
+    kept_singular_values,
+    log10_rank_ceiling,
+    log_contribution_curve,
+    share_p0,
+)
 from .tables import (
     MATRIX_COLUMNS,
     WEIGHT_COLUMNS,
+    details_frame,
+    headroom_sentence,
     layer_columns,
     matrix_columns,
     weight_columns,
@@ -107,17 +131,12 @@ class Analysis:
         canonical matrices (``kind`` "canonical", ``matrix`` QK/OV/M_in/M_out, the columns of
         ``matrices``) then the raw weights (``kind`` "weight", ``matrix`` W_Q, W_K, W_V, W_O,
         W_in, W_out, the columns of ``weights``, when they were computed). Also ``details()``."""
-        from .tables import details_frame
-
         return details_frame(self)
 
     def measure_input(self) -> MeasureInput:
         """What the measures read (``specbound.measures``); made once per Analysis, so the
         power-law fits behind the measures and the weights table are computed once."""
         if "_measure_input" not in self.__dict__:
-            from .linalg.weights import WeightSpectra
-            from .measures import MeasureInput
-
             self.__dict__["_measure_input"] = MeasureInput(
                 self.spec,
                 self.spectra,
@@ -130,8 +149,6 @@ class Analysis:
 
     def _measured(self) -> tuple[dict[str, float | None], dict[str, str]]:
         if "_measure_cache" not in self.__dict__:
-            from .measures import compute_measures
-
             self.__dict__["_measure_cache"] = compute_measures(
                 self.measure_input(), self.measure_choice
             )
@@ -173,16 +190,12 @@ class Analysis:
     @property
     def spectrum_adaptive_share_p0(self) -> float:
         """Share of the QK, OV, M_in, M_out matrices whose p* is 0 (SPEC 10's diagnosis)."""
-        from .measures.spectrum_adaptive import share_p0
-
         return share_p0(self.details.p_star)
 
     @property
     def log10_spectrum_adaptive_ceiling(self) -> float:
         """log10 B_ceiling = log10(sum_A sqrt(r(A) N) + sqrt(L)): the rank ceiling of the
         spectrum-adaptive proxy (SPEC 10), from the numerical ranks of SPEC 3 only."""
-        from .measures.spectrum_adaptive import log10_rank_ceiling
-
         if not np.all(np.isfinite(self.spectra.sv_values)):
             return math.nan  # a spectrum beyond float64: its rank is unknown (summary: null)
         return log10_rank_ceiling(self.spectra.rank, self.spec.hidden_size, self.spec.num_layers)
@@ -191,8 +204,6 @@ class Analysis:
     def spectrum_adaptive_ceiling_gap(self) -> float:
         """log10 B_ceiling - log10 B_spectrum_adaptive (>= 0; 0 when every matrix picks p* = 0,
         i.e. the proxy is a rank count that does not see the trained singular values)."""
-        from .measures.spectrum_adaptive import ceiling_gap
-
         if not np.all(np.isfinite(self.spectra.sv_values)):
             return math.nan
         return ceiling_gap(
@@ -208,8 +219,6 @@ class Analysis:
         (SPEC 4): > 0 means p* = 0 and the scale would have to shrink that many decades before
         any p > 0 beats the rank count; NaN for rank 0 or a spectrum beyond float64."""
         if "_adaptive_headroom" not in self.__dict__:
-            from .measures.spectrum_adaptive import adaptive_headrooms
-
             s, d = self.spectra, self.details
             self.__dict__["_adaptive_headroom"] = adaptive_headrooms(
                 [s.singular_values(i) for i in range(len(s))],
@@ -225,8 +234,6 @@ class Analysis:
         """The smallest adaptive headroom over the matrices (the one closest to using its
         spectrum; <= 0: some matrix already does); NaN when a spectrum is beyond float64 or no
         matrix has rank >= 1."""
-        from .measures.spectrum_adaptive import headroom_min
-
         if not np.all(np.isfinite(self.spectra.sv_values)):
             return math.nan
         return headroom_min(self.adaptive_headroom)
@@ -234,15 +241,11 @@ class Analysis:
     def headroom_sentence(self) -> str | None:
         """The headroom in plain words: how far the scale of the matrix closest to using its
         spectrum (and of the farthest) would have to shrink (None when undefined)."""
-        from .tables import headroom_sentence
-
         return headroom_sentence(self)
 
     def contribution_curves(self) -> np.ndarray:
         """log c(A, p) over the p grid for every matrix, shape (matrices, grid) (SPEC 4); what
         the contribution-vs-p figure draws."""
-        from .measures.spectrum_adaptive import kept_singular_values, log_contribution_curve
-
         s, d = self.spectra, self.details
         k = np.minimum(s.rows, s.cols)
         rows = [
@@ -275,8 +278,6 @@ class Analysis:
         ``htsr_alpha_weighted_ok``) with the number of fits each used
         (``htsr_alpha_fits_used``, ``htsr_alpha_weighted_fits_used``). The registered
         ``htsr_alpha`` and ``htsr_alpha_weighted`` stay SPEC 9's means over every defined fit."""
-        from .measures._htsr import fit_summary, weight_fits
-
         return fit_summary(weight_fits(self.measure_input()))
 
     def weight_fit_rows(self) -> list[dict[str, Any]]:
@@ -368,8 +369,6 @@ class Analysis:
         ``extra(tmp)`` may add files (a report, figures) to the same atomic write. Missing
         (non-finite) cells are written empty; summary.json is strict JSON (no NaN/Infinity).
         """
-        from .io import output_dir
-
         summary = json.dumps(self.summary(), indent=2, allow_nan=False) + "\n"
         with output_dir(path) as tmp:
             (tmp / "summary.json").write_text(summary)
@@ -385,10 +384,6 @@ class Analysis:
 
 def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:
     """The adapter of the initialization checkpoint, checked to match ``spec``."""
-    from .adapters.registry import adapter_for
-    from .errors import ConfigError
-    from .io.checkpoint import load_checkpoint
-
     is_path = isinstance(init, (str, Path))
     try:  # say which of the two checkpoints is wrong
         init_ckpt = load_checkpoint(
@@ -463,10 +458,6 @@ def analyze(
     ray`` computes each block in its own task with ``compute_block``); ``weights`` says whether
     the chosen measures need the raw-weight spectra.
     """
-    from .adapters.registry import adapter_for
-    from .io.checkpoint import load_checkpoint
-    from .measures import get_measure, needs_weight_spectra, resolve_names
-
     # options are checked first (@validate_params), before any reading or cache lookup
     choice = None if measures is None else resolve_names(measures)
     needing_init = [n for n in choice or () if get_measure(n).needs_init]
@@ -489,8 +480,6 @@ def analyze(
     cached = None
     key = None
     if cache:
-        from .linalg import cache as spectra_cache
-
         key = spectra_cache.cache_key(ckpt, spec, adapter)
         if key is not None:
             cached = spectra_cache.load(key, spec)

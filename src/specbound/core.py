@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .activations import lipschitz_constant
+
 #: The canonical matrices of SPEC.md section 2, in the row order of ``Spectra``.
 MATRIX_TYPES = ("QK", "OV", "M_in", "M_out")
 QK, OV, M_IN, M_OUT = range(4)
@@ -38,8 +40,6 @@ class ModelSpec:
 
     @property
     def l_phi(self) -> float:
-        from .activations import lipschitz_constant
-
         return lipschitz_constant(self.activation)
 
 

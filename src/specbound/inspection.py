@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .adapters.registry import adapter_for
+from .errors import ConfigError
+from .io.checkpoint import load_checkpoint
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -51,9 +55,6 @@ def _tensor_uses(
     model: Any, config: Any, mapping: Any, name: str | None, prefix: str | None
 ) -> tuple[Any, Any, Any, dict[str, list[tuple[int, str]]]]:
     """(checkpoint, adapter, spec, {tensor: [(layer, role), ...]}) without reading tensor data."""
-    from .adapters.registry import adapter_for
-    from .io.checkpoint import load_checkpoint
-
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, prefix=prefix)
     spec = adapter.spec()
@@ -158,8 +159,6 @@ def inspect_model(
 
 
 def _known_activation(spec: Any) -> bool:
-    from .errors import ConfigError
-
     try:
         _ = spec.l_phi
     except ConfigError:

@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .analysis import Analysis, analyze
 from .errors import Param, SpecboundError
+from .measures._htsr import FIT_OK
 from .validation import check_choice, check_real
 
 if TYPE_CHECKING:
@@ -128,8 +130,6 @@ def tempbalance_factors(
 
 def _weight_rows(a: Analysis) -> dict[str, np.ndarray]:
     """The raw weights of ``a`` split into checkpoint tensors (gate + up -> two rows)."""
-    from .measures._htsr import FIT_OK
-
     if a.weight_spectra is None or not len(a.weight_spectra):
         raise SpecboundError(
             f"{a.model}: no raw weight matrix to fit (the layerwise methods read htsr_alpha)"
@@ -218,8 +218,6 @@ def layerwise(
 ) -> pd.DataFrame:
     """``layerwise_frame`` of ``model`` (an ``Analysis``, or anything ``specbound.analyze``
     reads, with ``analyze_kw`` passed on): AlphaPruning sparsities or TempBalance factors."""
-    from .analysis import Analysis, analyze
-
     method = check_choice(method, "method", METHODS)
     granularity = check_choice(granularity, "granularity", GRANULARITIES)
     a = (

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .core import MATRIX_TYPES
+from .linalg.weights import WeightSpectra
+from .measures._htsr import fit_quality, weight_fits, ww_norm_metrics
 from .measures._logspace import LN10, logsumexp
 
 if TYPE_CHECKING:
@@ -119,9 +121,6 @@ def missing_if_not_finite(columns: dict[str, np.ndarray]) -> dict[str, np.ndarra
 
 def weight_columns(a: Analysis) -> dict[str, np.ndarray]:
     """The columns of ``Analysis.weights`` (``WEIGHT_COLUMNS``) as numpy arrays."""
-    from .linalg.weights import WeightSpectra
-    from .measures._htsr import fit_quality, weight_fits, ww_norm_metrics
-
     w = a.weight_spectra or WeightSpectra.empty()
     fits = weight_fits(a.measure_input())
 

@@ -32,6 +32,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .config import usable_cpus
 from .errors import Param, SpecboundError, SpecboundTypeError, SpecboundValueError
 
 T = TypeVar("T")
@@ -397,8 +398,6 @@ Constraints = Mapping[str, Sequence["Constraint | None"]]
 
 def max_processes() -> int:
     """The most worker processes (or threads) accepted anywhere: 4 x the usable CPUs."""
-    from .config import usable_cpus
-
     return 4 * usable_cpus()
 
 

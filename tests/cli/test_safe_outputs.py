@@ -477,13 +477,22 @@ def test_grid_m_fraction_on_cli(models, monkeypatch, capsys):
     one_error_line(err)
 
 
+def patch_analyze(monkeypatch, fake) -> None:
+    """Replace analyze() where the analyze command's engine looks it up (imported at the top
+    of engines.sweep and engines.records)."""
+    import specbound.engines.records
+    import specbound.engines.sweep
+
+    monkeypatch.setattr(specbound.engines.sweep, "run", fake)
+    monkeypatch.setattr(specbound.engines.records, "analyze", fake)
+
+
 def test_internal_error_exit_1_and_debug_traceback(models, monkeypatch, capsys):
-    import specbound.analysis
 
     def bug(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(specbound.analysis, "analyze", bug)
+    patch_analyze(monkeypatch, bug)
     code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]))
     assert code == 1
     line = one_error_line(err)
@@ -566,12 +575,11 @@ def test_scale_all_broken_fails(tmp_path):
 
 def test_debug_flag_after_the_command(models, monkeypatch, capsys):
     """`specbound analyze X --debug` (where users put it) works like `specbound --debug ...`."""
-    import specbound.analysis
 
     def bug(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(specbound.analysis, "analyze", bug)
+    patch_analyze(monkeypatch, bug)
     code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]), "--debug")
     assert code == 1 and "Traceback" in err and "a bug" in err
     code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]))
@@ -592,7 +600,6 @@ def test_debug_flag_after_the_command(models, monkeypatch, capsys):
 def test_out_of_memory_is_not_reported_as_a_bug(models, monkeypatch, capsys, exc):
     """torch's allocators raise RuntimeError/OutOfMemoryError: exit 1, 'out of memory', no
     'internal error ... please report it'."""
-    import specbound.analysis
 
     if exc == "torch.OutOfMemoryError":
         import torch
@@ -602,7 +609,7 @@ def test_out_of_memory_is_not_reported_as_a_bug(models, monkeypatch, capsys, exc
     def oom(*a, **k):
         raise exc
 
-    monkeypatch.setattr(specbound.analysis, "analyze", oom)
+    patch_analyze(monkeypatch, oom)
     code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]))
     line = one_error_line(err)
     assert code == 1 and "out of memory" in line and "internal error" not in line, line

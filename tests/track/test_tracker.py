@@ -481,18 +481,18 @@ def test_auto_schedule_keeps_analysis_within_budget(tmp_path, monkeypatch):
     """every='auto' on a fake clock (1 s per step, 5 s per analysis, 5% budget): from the
     third evaluation on, cumulative analysis <= budget * wall, and each evaluation comes at the
     first step that allows it."""
-    import specbound.analysis
+    import specbound.track.live
     import specbound.track.tracker
 
     clock = [0.0]
-    real = specbound.analysis.analyze
+    real = specbound.track.live.analyze  # where the tracker's analysis looks it up
 
     def slow_analyze(*args, **kwargs):
         clock[0] += 5.0
         return real(*args, **kwargs)
 
     monkeypatch.setattr(specbound.track.tracker, "_clock", lambda: clock[0])
-    monkeypatch.setattr(specbound.analysis, "analyze", slow_analyze)
+    monkeypatch.setattr(specbound.track.live, "analyze", slow_analyze)
     t = Tracker(
         tiny_bert(),
         every="auto",
@@ -604,21 +604,21 @@ def test_full_disk_leaves_whole_rows_and_names_the_file(tmp_path, monkeypatch):
 def test_full_disk_while_widening_the_header(tmp_path, monkeypatch):
     import errno
 
-    import specbound.io
+    import specbound.track.trackfile
 
     t = small_tracker(tmp_path)
     t.step(0, a=1.0)
     good = (tmp_path / "track.csv").read_bytes()
-    real = specbound.io.atomic_file
+    real = specbound.track.trackfile.atomic_file  # where the track file's writer looks it up
 
     def full(path, mode="wb"):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(specbound.io, "atomic_file", full)
+    monkeypatch.setattr(specbound.track.trackfile, "atomic_file", full)
     with pytest.raises(SpecboundError, match=r"track\.csv"):
         t.step(1, a=2.0, b=3.0)  # a new metric: the file is rewritten
     assert (tmp_path / "track.csv").read_bytes() == good
-    monkeypatch.setattr(specbound.io, "atomic_file", real)
+    monkeypatch.setattr(specbound.track.trackfile, "atomic_file", real)
     assert list(read_track(tmp_path)["step"]) == [0]
 
 

@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, Param, SpecboundError
+from .mapping import MappingAdapter
 
 if TYPE_CHECKING:
     from ..io.checkpoint import Checkpoint
@@ -149,7 +150,5 @@ def resolve_model_type(checkpoint: Checkpoint) -> tuple[str, str]:
 def adapter_for(checkpoint: Checkpoint, mapping: Any = None, prefix: str | None = None) -> Adapter:
     """The user mapping's adapter when ``mapping`` is given, else the registered one."""
     if mapping is not None:
-        from .mapping import MappingAdapter
-
         return MappingAdapter.from_spec(checkpoint, mapping, prefix=prefix)
     return get_adapter(checkpoint, prefix=prefix)

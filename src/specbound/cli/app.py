@@ -30,8 +30,11 @@ from typing import Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from .. import config
+from .._version import __version__
 from ..engines.base import JobsLostError
-from ..errors import SpecboundError
+from ..errors import SpecboundError, os_error_line
+from ..naming import printable  # a path's ANSI escapes are shown, not obeyed
 
 try:  # typer >= 0.20 vendors click as typer._click; older typer uses click itself
     from typer._click import exceptions as _cx
@@ -99,8 +102,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _error_line(message: str) -> None:
-    from ..naming import printable  # a path's ANSI escapes are shown, not obeyed
-
     sys.stderr.write(f"error: {printable(' '.join(str(message).split()))}\n")
     sys.stderr.flush()
 
@@ -187,8 +188,6 @@ def _is_out_of_memory(exc: BaseException) -> bool:
 
 
 def _debug() -> bool:
-    from .. import config
-
     return DEBUG or config.debug()
 
 
@@ -250,8 +249,6 @@ def handle_errors(fn: F) -> F:
         except BrokenPipeError:
             raise typer.Exit(1) from None
         except OSError as exc:  # disk full, name too long, permissions: the user's to fix
-            from ..errors import os_error_line
-
             fail(os_error_line(exc, "use"), code=1)
         except Exception as exc:
             raise typer.Exit(_internal_error(exc)) from None
@@ -261,8 +258,6 @@ def handle_errors(fn: F) -> F:
 
 def _print_version(value: bool) -> None:
     if value:
-        from .._version import __version__
-
         typer.echo(__version__)
         raise typer.Exit()
 

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..demo import resolve_alias
+from ..engines import get_engine, options_for
+from ..naming import printable
 
 #: MODEL as a checkpoint: a demo alias (``demo.DEMO_ALIASES``) -> the bundled MiniLM's folder.
 resolve_model = resolve_alias
@@ -55,8 +57,6 @@ def make_engine(engine: str, ray_address: str | None) -> Any:
     is the Ray engine's ``address``: given with an engine that has no address, the library's
     ``EngineOptionError`` names the flag and the command exits 2). Constructing the engine
     checks its options before any work."""
-    from ..engines import get_engine, options_for
-
     return get_engine(engine, options_for(engine, address=ray_address))
 
 
@@ -69,8 +69,6 @@ def sweep_state(eng: Any, out: Path, quiet: bool) -> dict[str, Any]:
 
     def resumed(name: str) -> None:
         if not quiet:
-            from ..naming import printable
-
             sys.stderr.write(f"resumed {printable(name)} (finished earlier)\n")
 
     return {"state_dir": state_dir_for(out), "on_resume": resumed}

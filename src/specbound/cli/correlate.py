@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from ..naming import printable
+from ..validation import WORKERS, check_param
 from .app import Command, app, fail, handle_errors
 from .common import clear_sweep_state, make_engine, print_json, sweep_state
 from .options import (
@@ -146,8 +148,6 @@ def correlate(
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
     if data_workers is not None:
-        from ..validation import WORKERS, check_param
-
         check_param(data_workers, "data_workers", WORKERS)  # Param -> --data-workers
     elif data_measures:
         from ..studies.correlate.data import default_workers
@@ -164,8 +164,6 @@ def correlate(
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:
-            from ..naming import printable
-
             line = f"{name}" + (f": skipped: {error}" if error else "")
             sys.stderr.write(f"[{i}/{n}] {printable(line)}\n")
 

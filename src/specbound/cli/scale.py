@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..naming import printable, short_path
 from .app import Command, app, fail, handle_errors
 from .common import (
     clear_sweep_state,
@@ -80,13 +81,9 @@ def run_study(
         if update is not None:
             update(i, n)
         elif not quiet:
-            from ..naming import printable, short_path
-
             sys.stderr.write(f"[{i}/{n}] {printable(short_path(name, 70))}\n")
 
     def skip(name: str, reason: str) -> None:
-        from ..naming import printable
-
         sys.stderr.write(f"warning: skipped {printable(name + ': ' + ' '.join(reason.split()))}\n")
 
     if bar is not None:

@@ -16,8 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..adapters.registry import adapter_for
 from ..errors import SpecboundError
+from ..io.checkpoint import load_checkpoint
+from ..linalg.model import compute_block
+from ..linalg.spectra import Spectra
+from ..linalg.weights import WeightSpectra
 from .base import Engine, JobError, Resources, SpectraFn, closing_map
+from .sizes import block_memory
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -42,10 +48,6 @@ def block_task(
     weights: bool,
 ) -> Any:
     """What one block job runs: ``compute_block`` of block ``job.layer``."""
-    from ..adapters.registry import adapter_for
-    from ..io.checkpoint import load_checkpoint
-    from ..linalg.model import compute_block
-
     ckpt = load_checkpoint(source, dict(config))
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
     return compute_block(adapter, job.layer, device, weights)
@@ -62,10 +64,6 @@ def split_by_block(engine: Engine, mapping: Any = None, prefix: str | None = Non
         progress: Callable[[int, int], None] | None,
         weights: bool,
     ) -> Any:
-        from ..linalg.spectra import Spectra
-        from ..linalg.weights import WeightSpectra
-        from .sizes import block_memory
-
         if ckpt.path is None:
             raise SpecboundError(
                 f"the {engine.name} engine reads {ckpt.name} in every task: pass a checkpoint "

@@ -38,7 +38,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..config import usable_cpus
 from ..errors import SpecboundError, one_line_reason
+from ..validation import check_int
 from .base import JobError, Progress, Resources, SpectraFn
 
 J = TypeVar("J")
@@ -62,8 +64,6 @@ class ProcessOptions:
     retries: int = 1
 
     def __post_init__(self) -> None:
-        from ..validation import check_int
-
         if self.workers is not None:
             check_int(self.workers, "workers", min=1)
         check_int(self.retries, "retries", min=0)
@@ -230,8 +230,6 @@ class ProcessEngine:
     def __init__(self, options: ProcessOptions | None = None) -> None:
         self.options = options if options is not None else ProcessOptions()
         if self.options.workers is None:
-            from ..config import usable_cpus
-
             self.workers = usable_cpus()
         else:
             self.workers = self.options.workers

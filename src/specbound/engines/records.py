@@ -35,7 +35,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io.files import dumps_json
+from .._version import __version__
+from ..adapters.registry import adapter_for
+from ..analysis import analyze
+from ..errors import SpecboundError
+from ..io.cache import cache_key
+from ..io.checkpoint import load_checkpoint
+from ..io.codec import RecordError, read_record, record_paths, write_record
+from ..io.files import atomic_write_text, dumps_json, json_safe
+from ..linalg.cache import from_arrays, spectra_arrays
+from .sizes import local_dir
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -66,16 +75,10 @@ def _options_text(analyze_kwargs: Mapping[str, Any]) -> str:
 
 def sweep_key(model: Any, name: str | None, analyze_kwargs: Mapping[str, Any]) -> str:
     """The key of one model's record (module doc; 32 hex digits)."""
-    from .sizes import local_dir
-
     ident = None
     d = local_dir(model)
     if d is not None:
         try:
-            from ..adapters.registry import adapter_for
-            from ..io.cache import cache_key
-            from ..io.checkpoint import load_checkpoint
-
             ckpt = load_checkpoint(str(d), analyze_kwargs.get("config"), name=name)
             prefix = analyze_kwargs.get("prefix")
             extra = {"prefix": prefix} if prefix is not None else {}
@@ -85,7 +88,6 @@ def sweep_key(model: Any, name: str | None, analyze_kwargs: Mapping[str, Any]) -
             ident = None
     if ident is None:
         ident = f"name:{os.fspath(model)}"
-    from .._version import __version__
 
     text = f"{_KEY_VERSION}|{__version__}|{ident}|{name}|{_options_text(analyze_kwargs)}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -112,10 +114,6 @@ class RecordStore:
     def store(self, key: str, source: Any, analysis: Analysis) -> None:
         """Write the record ``key`` (``io.codec``: npz, then the JSON that marks it done),
         listed in the manifest first."""
-        from ..io.codec import write_record
-        from ..io.files import json_safe
-        from ..linalg.cache import spectra_arrays
-
         self.directory.mkdir(parents=True, exist_ok=True)
         self._remember(key)  # listed before written: a crash in between leaves nothing unlisted
         meta = {
@@ -128,8 +126,6 @@ class RecordStore:
         write_record(self.directory / key, meta, arrays, kind=RECORD_KIND)
 
     def _remember(self, key: str) -> None:
-        from ..io.files import atomic_write_text
-
         keys = self.written()
         if key in keys:
             return
@@ -150,8 +146,6 @@ class RecordStore:
 
     def clear(self) -> None:
         """Delete the records this store lists (and the list), then the folder when empty."""
-        from ..io.codec import record_paths
-
         for key in self.written():
             for p in record_paths(self.directory / key):
                 if p.is_file() and not p.is_symlink():
@@ -168,9 +162,6 @@ class RecordStore:
         """The finished ``Analysis`` of ``job`` (a ``sweep.ModelJob``) stored under ``key``,
         rebuilt from its stored spectra; None when absent, or (with one warning) when the
         record does not parse, verify or fit the checkpoint."""
-        from ..errors import SpecboundError
-        from ..io.codec import RecordError, read_record
-
         stem = self.directory / key
         try:
             got = read_record(stem, kind=RECORD_KIND, finite=True)
@@ -195,8 +186,6 @@ def clear_records(state_dir: str | os.PathLike[str]) -> None:
 def _rebuild(job: Any, arrays: dict[str, Any]) -> Analysis:
     """``analyze`` of the job's checkpoint with the stored spectra instead of an SVD of its
     blocks (so everything but the spectra is computed from the checkpoint itself)."""
-    from ..analysis import analyze
-    from ..linalg.cache import from_arrays
 
     def stored(ckpt: Any, adapter: Adapter, device: Any, progress: Any, want_weights: bool) -> Any:
         got = from_arrays(arrays, adapter.spec())

@@ -13,6 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..io.checkpoint import looks_like_hub_id
+from ..io.hub import split_revision
+
 #: Memory a task needs besides the block in flight (interpreter, numpy, specbound).
 BASE_MEMORY = 512 * 2**20
 #: A block's tensors as read (bf16/fp16 -> float64 is 4x) plus the SVD workspaces.
@@ -30,15 +33,12 @@ def local_dir(model: Any) -> Path | None:
     path = Path(os.fspath(model)).expanduser()
     if path.is_dir():
         return path
-    from ..io.checkpoint import looks_like_hub_id
 
     text = os.fspath(model)
     if path.exists() or not looks_like_hub_id(text):
         return None
     try:
         import huggingface_hub as hf
-
-        from ..io.hub import split_revision
 
         repo, rev = split_revision(text)
         snap = Path(hf.snapshot_download(repo, revision=rev, local_files_only=True))

@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..analysis import analyze as run
 from ..errors import SpecboundError
 from .base import Engine, JobError, Resources, closing_map
+from .records import RecordStore, sweep_key
+from .sizes import task_memory
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -58,8 +61,6 @@ class SweepResult:
 
 def run_model(model: Any, name: str | None, analyze_kwargs: Mapping[str, Any]) -> Analysis:
     """What one sweep job runs: ``analysis.analyze(model, name=name, **analyze_kwargs)``."""
-    from ..analysis import analyze as run
-
     return run(model, name=name, **analyze_kwargs)
 
 
@@ -68,8 +69,6 @@ def _run_job(worker: Callable[..., Any], job: ModelJob) -> Any:
 
 
 def _resources(job: ModelJob) -> Resources:
-    from .sizes import task_memory
-
     return Resources(memory=task_memory(job.source), label=job.label)
 
 
@@ -116,8 +115,6 @@ def analyze_models(
         source = os.fspath(m) if isinstance(m, os.PathLike) else m
         jobs.append(ModelJob(source, name, {**kw, **extra}, str(name or m), i))
 
-    from .records import RecordStore, sweep_key
-
     store = RecordStore(Path(state_dir)) if state_dir is not None else None
     results: list[Analysis | None] = [None] * n
     failures: dict[int, str] = {}
@@ -159,8 +156,6 @@ def analyze_models(
 def analyze(engine: Engine, model: Any, **analyze_kwargs: Any) -> Analysis:
     """``analysis.analyze(model, **analyze_kwargs)`` with the spectra computed the engine's way
     (``Engine.spectra_fn``; the same numbers as the local block loop)."""
-    from ..analysis import analyze as run
-
     fn = engine.spectra_fn(
         mapping=analyze_kwargs.get("mapping"), prefix=analyze_kwargs.get("prefix")
     )

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import config
 from ..errors import CacheError
-from .codec import read_record_or_none, record_paths, write_record
+from .codec import FORMAT, read_record_or_none, record_paths, write_record
 from .files import owner_gone
 
 #: Bump when the spectra computation changes, so old entries are not reused.
@@ -178,8 +178,6 @@ RECORD_DIRS = ("spectra", "data_measures")
 def _ours(json_path: Path) -> bool:
     """Whether ``json_path`` is a specbound record (its JSON says ``format`` specbound-record):
     a file that merely has a hex name is not."""
-    from .codec import FORMAT
-
     try:
         with open(json_path, "rb") as fh:
             head = fh.read(1 << 20)

@@ -21,6 +21,8 @@ from typing import Any
 from ..demo import is_demo_alias, resolve_alias
 from ..errors import CheckpointError, ConfigError
 from .files import MAX_JSON_BYTES, check_regular_file, parse_json, read_small_file
+from .gguf import find_gguf, gguf_checkpoint_parts
+from .hub import is_hub_id, resolve_hub_id
 from .safetensors import MAX_HEADER_BYTES, SafetensorsFile
 from .sources import DictSource, ShardedSource, TensorSource, check_finite, untied_state
 from .torch_files import TorchBinFile
@@ -149,8 +151,6 @@ def open_weights(directory: Path) -> TensorSource:
 def load_gguf(path: Path, name: str | None = None) -> Checkpoint:
     """A llama.cpp .gguf file: config from its metadata, tensors under Hugging Face names
     (:mod:`specbound.io.gguf`)."""
-    from .gguf import gguf_checkpoint_parts
-
     config, source, notes = gguf_checkpoint_parts(path)
     return Checkpoint(name or str(path), config, source, path=path, notes=notes)
 
@@ -169,8 +169,6 @@ def load_directory(directory: str | os.PathLike[str], name: str | None = None) -
             "and the weights, or a .gguf file"
         )
     if not (directory / "config.json").exists():
-        from .gguf import find_gguf
-
         found = find_gguf(directory)
         if found is not None:
             return load_gguf(found, name or str(directory))
@@ -181,8 +179,6 @@ def load_directory(directory: str | os.PathLike[str], name: str | None = None) -
 def looks_like_hub_id(text: str) -> bool:
     """A hub id as the hub accepts it: ``name`` or ``org/name``, optionally ``@revision`` (a
     branch, tag or commit); ``.`` / ``~`` paths and ``a/b/c`` never are."""
-    from .hub import is_hub_id
-
     return not text.startswith((".", "~")) and is_hub_id(text)
 
 
@@ -221,8 +217,6 @@ def load_checkpoint(
                 "taken as a path, not a hub id); check the path"
             )
         else:
-            from .hub import resolve_hub_id
-
             try:
                 local = resolve_hub_id(text)
             except CheckpointError as exc:

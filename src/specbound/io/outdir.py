@@ -60,6 +60,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._version import __version__
 from ..errors import Param, SpecboundError
 from .files import (
     TEMP_RE,
@@ -323,7 +324,6 @@ def _commit(tmp: Path, dest: Path, manifest: bool = True) -> None:
     if manifest:
         files, dirs = _tree(tmp)
         files = [f for f in files if f != TMP_MARKER]
-        from .._version import __version__
 
         (tmp / MANIFEST).write_text(
             json.dumps(

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import SpecboundError
+from .files import check_regular_file, parse_json, read_small_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,8 +96,6 @@ def read_table(
     empty file is a table without rows. ``key``: columns whose values together are unique per
     row. ``whole``: the file must end with a newline (specbound's writers always do)."""
     import pandas as pd
-
-    from .files import check_regular_file
 
     p = Path(path)
     check_regular_file(p, what, f"pass the {what} specbound wrote", error=ReadbackError)
@@ -243,8 +242,6 @@ def _check_key(frame: pd.DataFrame, key: list[str], path: Path) -> None:
 
 def read_json_object(path: str | Path, what: str = "JSON file") -> dict[str, Any]:
     """``path`` as a JSON object (duplicate keys refused), else one-line :class:`ReadbackError`."""
-    from .files import parse_json, read_small_file
-
     p = Path(path)
     data = parse_json(read_small_file(p, what, error=ReadbackError), str(p), error=ReadbackError)
     if not isinstance(data, dict):

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
+
 #: ``$SPECBOUND_LAPACK``: "auto" (ctypes when available) or "numpy" (always numpy.linalg).
 ENV = "SPECBOUND_LAPACK"
 _COL_MAJOR = 102
@@ -117,8 +119,6 @@ def _syevd(ev: Any, g: np.ndarray) -> np.ndarray:
 
 def _functions() -> Any:
     """The bound (dgesdd, dsyevd) after their self-check, or None (numpy then)."""
-    from .. import config
-
     if config.lapack_backend() == "numpy":
         return None
     with _lock:

@@ -15,7 +15,15 @@ import numpy as np
 
 from ..errors import Param, SpecboundError
 from ..validation import Satisfies
-from .spectra import Spectra
+from .spectra import Spectra, block_spectra, block_spectra_with
+from .torch_backend import make_block_spectra, resolve_device
+from .weights import (
+    WeightSpectra,
+    attention_jobs,
+    block_distance,
+    block_weight_spectra,
+    ffn_singular_values,
+)
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -33,7 +41,6 @@ def check_device(device: object) -> None:
         raise SpecboundError(
             Param("device"), f" must be a string (numpy, cpu, cuda), got {device!r}"
         )
-    from .torch_backend import resolve_device
 
     resolve_device(device)
 
@@ -44,10 +51,7 @@ DEVICE = (None, Satisfies(check_device, "numpy, cpu, cuda or cuda:N"))
 
 def _spectra_function(device: str | None) -> Callable[..., Spectra]:
     if device in (None, "numpy"):
-        from .spectra import block_spectra
-
         return block_spectra
-    from .torch_backend import make_block_spectra
 
     return make_block_spectra(device)
 
@@ -80,8 +84,6 @@ def compute_all_spectra(
 
     One block's tensors are in memory at a time; a shared block (ALBERT) is computed once.
     """
-    from .weights import WeightSpectra
-
     spec = adapter.spec()
     parts: list[Spectra] = []
     wparts: list[WeightSpectra] = []
@@ -109,9 +111,6 @@ def compute_block(
     adapter: Adapter, layer: int, device: str | None = None, weights: bool = True
 ) -> tuple[Spectra, WeightSpectra | None]:
     """Block ``layer``'s part of ``compute_all_spectra`` (what one engine task computes)."""
-    from .spectra import block_spectra_with
-    from .weights import attention_jobs, block_weight_spectra, ffn_singular_values
-
     block = adapter.layer(layer)
     names = _tensor_names(adapter, layer) if weights else {}
     att = None
@@ -132,8 +131,6 @@ def compute_block(
 def compute_distance(adapter: Adapter, init_adapter: Adapter, where: str = "init") -> np.ndarray:
     """||W - W0||_F^2 for every raw weight, W0 from ``init_adapter`` (same layout), in the row
     order of ``WeightSpectra``."""
-    from .weights import block_distance
-
     L = adapter.spec().num_layers
     return (
         np.concatenate(

@@ -31,7 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from .. import config
 from ..config import usable_cpus
+from ..validation import check_choice, check_int
 
 #: The modes; the default is the first.
 MODES = ("pool", "blas")
@@ -59,8 +61,6 @@ def parallelism(mode: str | None = None, *, workers: int | None = None) -> Itera
     """Run the enclosed spectral work with ``mode`` ("pool" or "blas"; None: keep the current
     mode) and at most ``workers`` pool threads (None: keep the current limit). Scoped to this
     thread/context; restored on exit."""
-    from ..validation import check_choice, check_int
-
     current = current_parallelism()
     new = Parallelism(
         current.mode if mode is None else check_choice(mode, "mode", MODES),
@@ -79,7 +79,6 @@ def current_parallelism() -> Parallelism:
     scoped = _SETTING.get()
     if scoped is not None:
         return scoped
-    from .. import config
 
     mode = config.parallel_mode(DEFAULT_PARALLEL)
     return Parallelism(mode if mode in MODES else DEFAULT_PARALLEL, None)

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..core import M_IN, M_OUT, MATRIX_TYPES, OV, QK, LayerWeights, ModelSpec
+from ..errors import SpecboundError
+from . import lapack
 from .pool import DEFAULT_PARALLEL, run_jobs  # noqa: F401  (re-exported: old import paths)
 
 #: SPEC.md section 3: s_i counts toward the rank when s_i > RANK_RTOL * k * max(s_1, 1).
@@ -132,8 +134,6 @@ def gram_is_accurate(sv: np.ndarray, k: int) -> bool:
 
 def gram_svdvals(m: np.ndarray) -> np.ndarray:
     """sqrt of the eigenvalues (descending, clipped at 0) of the smaller Gram matrix of m."""
-    from . import lapack
-
     with np.errstate(over="ignore", invalid="ignore"):
         g = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
     if not np.all(np.isfinite(g)):  # entries beyond float64 squared: the SVD route instead
@@ -152,8 +152,6 @@ def robust_svdvals(m: np.ndarray) -> np.ndarray:
     """Singular values (descending) of a matrix or a stack (..., r, c) by LAPACK gesdd (a matrix:
     ``lapack.svdvals``; a stack: numpy), retried matrix by matrix with LAPACK gesvd (scipy) when
     gesdd does not converge (LinAlgError)."""
-    from . import lapack
-
     try:
         return lapack.svdvals(m) if m.ndim == 2 else np.linalg.svd(m, compute_uv=False)
     except np.linalg.LinAlgError:
@@ -175,8 +173,6 @@ def named_job(job: Callable[[], Any], what: str) -> Callable[[], Any]:
         try:
             return job()
         except np.linalg.LinAlgError as exc:
-            from ..errors import SpecboundError
-
             raise SpecboundError(
                 f"the singular values of {what} did not converge ({exc}), even with LAPACK "
                 "gesvd; check these weights for extreme or degenerate values"

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import M_IN, M_OUT, WEIGHT_ROLES, LayerWeights
 from ..errors import CheckpointError
-from .spectra import RaggedSpectra, norm2_safe
+from .spectra import RaggedSpectra, named_job, norm2_safe, robust_svdvals, run_jobs
 
 #: Roles whose singular values are computed here (the FFN ones come from the block's Spectra).
 ATTENTION_ROLES = ("query", "key", "value", "output")
@@ -93,8 +93,6 @@ def frobenius(w: np.ndarray) -> float:
 def attention_jobs(w: LayerWeights, tensor_names: dict[str, str] | None = None) -> list:
     """Zero-argument jobs giving the singular values of W_Q, W_K, W_V, W_O (LAPACK gesdd,
     gesvd when it does not converge)."""
-    from .spectra import named_job
-
     raw, names = w.raw(), tensor_names or {}
     return [
         named_job(
@@ -116,8 +114,6 @@ def block_weight_spectra(
     ``ffn_sv``: the singular values of M_in and M_out already computed for the block;
     ``attention_sv``: those of W_Q, W_K, W_V, W_O when already computed (``attention_jobs``).
     """
-    from .spectra import run_jobs
-
     raw = w.raw()
     names = tensor_names or {}
     att = attention_sv if attention_sv is not None else run_jobs(attention_jobs(w, names))
@@ -167,6 +163,4 @@ def block_distance(
 
 def _svdvals_or_empty(m: np.ndarray) -> np.ndarray:
     """Singular values of ``m``; none for an empty matrix."""
-    from .spectra import robust_svdvals
-
     return robust_svdvals(m) if m.size else np.zeros(0)

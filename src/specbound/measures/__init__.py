@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 
+from ..errors import SpecboundError
 from .base import Measure, MeasureInput, MeasureValue
 
 #: Registered measure modules, in SPEC 9 order (the order of every table and file).
@@ -49,8 +50,6 @@ def measure_names() -> list[str]:
 
 
 def get_measure(name: str) -> Measure:
-    from ..errors import SpecboundError
-
     reg = _load()
     if name not in reg:
         raise SpecboundError(
@@ -61,8 +60,6 @@ def get_measure(name: str) -> Measure:
 
 def resolve_names(names: str | list[str] | tuple[str, ...] | None) -> list[str]:
     """Validated measure names: None = all; a comma-separated string or a list."""
-    from ..errors import SpecboundError
-
     if names is None:
         return measure_names()
     if isinstance(names, str):

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg.spectra import rank_threshold
+from ._logspace import LN10, LOG_MAX, logsumexp
 from .base import MeasureInput, MeasureValue
 
 #: alpha(W) needs at least this many eigenvalues above the rank threshold.
@@ -168,8 +169,6 @@ def ww_norm_metrics(
     module docstring, from its singular values (descending) and k = min(rows, cols); computed in
     log space, so the three logs stay finite beyond float64 (lambda_max is then inf). NaN for a
     matrix without eigenvalues above the rank threshold; log_alpha_norm NaN when alpha is None."""
-    from ._logspace import LN10, LOG_MAX, logsumexp
-
     sv = np.asarray(singular_values, dtype=np.float64)
     kept = sv[sv > rank_threshold(k, sv[0])] if sv.size else sv
     if kept.size == 0:

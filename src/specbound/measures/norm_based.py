@@ -21,6 +21,7 @@ from ..linalg.spectra import M_IN, M_OUT, OV, QK, Spectra
 from ._depth import DepthTerms
 from ._logspace import logsumexp, safe_log
 from .base import Measure, MeasureInput, MeasureValue
+from .spectrum_adaptive import BEYOND_FLOAT64
 
 
 def log_xi(spectra: Spectra, depth: DepthTerms, num_layers: int) -> np.ndarray:
@@ -48,8 +49,6 @@ def log_bound(log_alpha: np.ndarray, log_xi_: np.ndarray) -> float:
 
 
 def compute(x: MeasureInput) -> MeasureValue:
-    from .spectrum_adaptive import BEYOND_FLOAT64
-
     v = x.details.bounds.norm_based.log10
     return MeasureValue(v) if math.isfinite(v) else MeasureValue(None, BEYOND_FLOAT64)
 

@@ -35,6 +35,7 @@ import math
 import numpy as np
 
 from ..linalg.spectra import rank_threshold
+from ..validation import check_int
 from ._logspace import LN10, S_FLOOR, logsumexp
 from .base import Measure, MeasureInput, MeasureValue
 
@@ -49,8 +50,6 @@ def default_grid_m(num_layers: int, hidden_size: int) -> int:
 
 def p_grid(m: int) -> np.ndarray:
     """P_m = {0, 1/m, 2/m, ..., 2}."""
-    from ..validation import check_int
-
     m = check_int(m, "grid_m", min=1)
     return np.arange(2 * m + 1, dtype=np.float64) / m
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from ..core import MATRIX_TYPES
 from ..measures import get_measure, measure_names
-from ..naming import display_names, short_path
+from ..naming import display_names, printable, short_path
+from ..studies.scale.verdict import AXIS_SYMBOL, growth_verdict
 from .numbers import BEYOND, number, spec
 
 if TYPE_CHECKING:
@@ -111,8 +112,6 @@ def escape(text: Any) -> str:
     """``text`` safe to print through rich: no markup is interpreted, and control characters
     (ANSI escapes in a model path) are shown escaped (:func:`specbound.naming.printable`)."""
     from rich.markup import escape as _escape
-
-    from ..naming import printable
 
     return _escape(printable(text, layout=True))
 
@@ -350,8 +349,6 @@ def print_study(
 ) -> None:
     """The models table (one column per measure), the pooled growth fits and the verdict."""
     from rich.table import Table
-
-    from ..studies.scale.verdict import AXIS_SYMBOL, growth_verdict
 
     console = _console(width)
     m = study.models

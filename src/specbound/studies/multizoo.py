@@ -48,6 +48,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecboundError
+from ..io import output_dir
+from ..io.files import dumps_json, json_safe
+from . import readback as R
+from .correlate import verdicts as V
+from .correlate.table import split_seeds
 from .readback import read_zoo_json
 
 if TYPE_CHECKING:
@@ -104,14 +109,10 @@ class Study:
         content of study.json (``protocol``, ``folders``, ``n_primary``, ``holm_over``,
         ``verdicts``: counts per verdict, ``groups``, ``notes``), then ``primary``: the primary
         table as records (a missing cell None), which primary.csv holds on disk."""
-        from ..io.files import json_safe
-
         return {**self._study_json(), "primary": json_safe(self.primary)}
 
     def _study_json(self) -> dict[str, Any]:
         """study.json: the folders, the replicate groups, counts of verdicts, notes."""
-        from ..io.files import json_safe
-
         fam = (
             self.primary[self.primary["independence"] == "family"]
             if len(self.primary)
@@ -143,9 +144,6 @@ class Study:
         refuses a folder specbound did not write). ``extra(tmp)`` may add files to the same
         write, e.g. ``lambda tmp: report.pages.study.write_report(result, tmp)`` for report.html
         (the CLI does this)."""
-        from ..io import output_dir
-        from ..io.files import dumps_json
-
         with output_dir(path) as tmp:
             tmp = Path(tmp)
             self.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
@@ -160,8 +158,6 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """correlate.json, differences.csv and models.csv (when there) of ``folder``, through
     their readers (``studies.readback``: a tampered file is one line naming file, row, column)."""
     import pandas as pd
-
-    from . import readback as R
 
     meta_file, diff_file = folder / "correlate.json", folder / "differences.csv"
     if not (meta_file.is_file() and diff_file.is_file()):
@@ -194,8 +190,6 @@ def study(
     """The study of ``folders`` (module doc). ``replicates``: ``(name, replicate folders,
     pooled folder or None)``; every folder named there is added to ``folders`` if absent."""
     import pandas as pd
-
-    from .correlate import verdicts as V
 
     paths = _paths(folders, replicates)
     read = {p: _read(p) for p in paths}
@@ -466,8 +460,6 @@ def _primary_table(
     are none."""
     import numpy as np
     import pandas as pd
-
-    from .correlate.table import split_seeds
 
     primary = pd.DataFrame(rows)
     if not len(primary):

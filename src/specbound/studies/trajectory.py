@@ -23,8 +23,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import SpecboundError
+from ..io import output_dir
+from ..io.files import json_safe
+from ..track import (
+    ANALYSIS_COLUMNS,
+    BASE_COLUMNS,
+    NOTE_COLUMNS,
+    TYPE_COLUMNS,
+    all_data_measure_names,
+    all_measure_names,
+    computed_columns,
+    half_change_step,
+)
 from ..track.trackfile import TRACK_CSV, read_track
-from .gap import resolve_gap
+from .gap import normalize_kind, resolve_gap
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,8 +58,6 @@ MILESTONE_COLUMNS = ["series", "kind", "first", "last", "half_change_step", "not
 def track_gap(df: pd.DataFrame, kind: str) -> Any:
     """The gap of ``kind`` (auto, acc or loss: ``studies.gap.resolve_gap``) in the columns of
     ``df``, or None when the loop reported no such pair. An unknown ``kind`` is refused."""
-    from .gap import normalize_kind, resolve_gap
-
     normalize_kind(kind, "gap")
     return resolve_gap(df.columns, kind, strict=False)
 
@@ -60,8 +70,6 @@ def gap(df: pd.DataFrame, kind: str = "auto") -> tuple[str, np.ndarray] | None:
 
 def measure_columns(df: pd.DataFrame) -> list[str]:
     """The measure columns of ``df`` with at least one finite value, in SPEC 9 order."""
-    from ..track import all_data_measure_names, all_measure_names
-
     return [
         m
         for m in [*all_measure_names(), *all_data_measure_names()]
@@ -71,16 +79,6 @@ def measure_columns(df: pd.DataFrame) -> list[str]:
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """The columns the training loop reported (not computed by the tracker)."""
-    from ..track import (
-        ANALYSIS_COLUMNS,
-        BASE_COLUMNS,
-        NOTE_COLUMNS,
-        TYPE_COLUMNS,
-        all_data_measure_names,
-        all_measure_names,
-        computed_columns,
-    )
-
     known = {*BASE_COLUMNS, *TYPE_COLUMNS, *ANALYSIS_COLUMNS, *NOTE_COLUMNS}
     known |= {*all_measure_names(), *all_data_measure_names(), *computed_columns()}
     return [c for c in df.columns if c not in known]
@@ -104,8 +102,6 @@ def movement(v: np.ndarray) -> str:
 
 
 def _milestone(name: str, kind: str, steps: np.ndarray, v: np.ndarray) -> dict[str, Any]:
-    from ..track import half_change_step
-
     ok = np.isfinite(v)
     why = movement(v)
     return {
@@ -152,8 +148,6 @@ class Trajectory:
         """What ``specbound trajectory --json`` prints, less the report path the CLI adds: a
         JSON-ready dict (``json.dumps(..., allow_nan=False)`` holds) with ``rows`` (the number
         of evaluations) and ``milestones`` (as records, an undefined value None)."""
-        from ..io.files import json_safe
-
         return {"rows": len(self.rows), "milestones": json_safe(self.milestones())}
 
     def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
@@ -161,8 +155,6 @@ class Trajectory:
         atomic write; refuses a folder specbound did not write). ``extra(tmp)`` may add files
         to the same write, e.g. ``lambda tmp: report.pages.trajectory.write_report(t, tmp)``
         for figures/ and report.html (the CLI does this)."""
-        from ..io import output_dir
-
         with output_dir(path) as tmp:
             tmp = Path(tmp)
             self.rows.to_csv(tmp / TRACK_CSV, index=False, float_format="%.17g")
@@ -221,8 +213,6 @@ def plateau(df: pd.DataFrame) -> Plateau | None:
 def grokking_phase(df: pd.DataFrame) -> Phase | None:
     """The grokking phase, or None: train accuracy within PLATEAU of its maximum at step t0,
     test accuracy rising by >= MIN_RISE with its half-change step t1 >= t0 + MIN_DELAY x range."""
-    from ..track import half_change_step
-
     g = resolve_gap(df.columns, "accuracy", strict=False)
     pl = plateau(df)
     if g is None or pl is None:

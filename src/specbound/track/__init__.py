@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import callbacks
+from .callbacks import lightning_callback as make
 from .config import TrackerConfig
 from .live import data_measures, find_model, live_state, model_device
 from .tracker import (
@@ -75,14 +77,10 @@ __all__ = [
 
 def lightning_callback(package: str | None = None) -> type:
     """The Lightning callback class for ``package`` (see :mod:`.callbacks`)."""
-    from .callbacks import lightning_callback as make
-
     return make(package)
 
 
 def __getattr__(name: str) -> Any:
     if name in ("SpecboundCallback", "SpecboundLightningCallback"):
-        from . import callbacks
-
         return getattr(callbacks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import Param, SpecboundTypeError
+from ..linalg.model import DEVICE
+from ..measures import measure_names
+from ..measures.bounds import GRID_M, L_PHI
+from ..measures.data import data_measure_names
 from ..validation import (
     Boolean,
     Constraints,
@@ -67,11 +71,6 @@ class TrackerConfig:
 
 def _constraints() -> Constraints:
     """Each field's constraints (:mod:`specbound.validation`), checked when a config is made."""
-    from ..linalg.model import DEVICE
-    from ..measures import measure_names
-    from ..measures.bounds import GRID_M, L_PHI
-    from ..measures.data import data_measure_names
-
     flag = (None, Boolean())
     return {
         "out": (PathLike(),),

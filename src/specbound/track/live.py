@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..analysis import analyze
 from ..errors import SpecboundError
+from ..measures.data import BOUNDS, compute, resolve_data_measures
 
 
 def live_state(module: Any) -> dict[str, Any]:
@@ -67,8 +69,6 @@ def analyze_live(
     grid_m: int | None = None,
 ) -> Any:
     """``analyze`` of the live weights of ``module`` (no copy to disk, no cache)."""
-    from ..analysis import analyze
-
     return analyze(
         live_state(module),
         config=config,
@@ -84,8 +84,6 @@ def analyze_live(
 
 def weight_measures_for_margins(names: list[str]) -> list[str]:
     """The weight measures the chosen margin-normalized data measures read."""
-    from ..measures.data import BOUNDS
-
     need = []
     if "log_spectral_product_over_margin" in names:
         need.append("log_spectral_product")
@@ -139,8 +137,6 @@ def data_measures(
     ``seed``, ``perturb``). Deterministic (own generator seeded from ``seed``; the global RNG
     untouched), in eval mode, every parameter restored bit-exactly, on the model's device.
     """
-    from ..measures.data import compute, resolve_data_measures
-
     refuse_meta(model)
     names = resolve_data_measures(measures)
     need = weight_measures_for_margins(names)

@@ -20,9 +20,18 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..linalg.spectra import MATRIX_TYPES
-from ..validation import Interval, validate_params
+from ..measures import measure_names
+from ..measures.data import collect_examples, compute, data_measure_names, resolve_data_measures
+from ..validation import Interval, check_choice, check_int, validate_params
 from .config import TrackerConfig, tracker_config
-from .live import analyze_live, find_model, live_state, model_device, weight_measures_for_margins
+from .live import (
+    analyze_live,
+    find_model,
+    live_state,
+    model_device,
+    refuse_meta,
+    weight_measures_for_margins,
+)
 from .sinks import make_sinks
 from .trackfile import (
     ANALYSIS_COLUMNS,
@@ -42,15 +51,11 @@ _clock = time.perf_counter
 
 def all_measure_names() -> list[str]:
     """Every registered measure, in SPEC 9 order."""
-    from ..measures import measure_names
-
     return list(measure_names())
 
 
 def all_data_measure_names() -> list[str]:
     """Every data measure (SPEC 12), in its order."""
-    from ..measures.data import data_measure_names
-
     return data_measure_names()
 
 
@@ -193,7 +198,6 @@ class Tracker:
         self.settings = cfg
         self.every: int | str = cfg.every if cfg.every == "auto" else int(cfg.every)
         self.budget = float(cfg.budget)
-        from .live import refuse_meta
 
         refuse_meta(model)
         self.model = model
@@ -243,9 +247,6 @@ class Tracker:
         names: Iterable[str] | str | None,
         options: Mapping[str, Any] | None,
     ) -> Any:
-        from ..measures.data import collect_examples, resolve_data_measures
-        from ..validation import check_choice, check_int
-
         self.data_names = resolve_data_measures(names)
         opts = dict(options or {})
         allowed = ("max_examples", "seed", "perturb", "logits_fn", "n")
@@ -325,7 +326,6 @@ class Tracker:
         out: dict[str, float | None] = {m: None for m in self.data_names}
         if self._examples is None or a is None:
             return out
-        from ..measures.data import compute
 
         try:
             dm = compute(

@@ -30,7 +30,11 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import SpecboundError
+from ..io import atomic_file
+from ..io.checkpoint import check_regular_file
+from ..io.readback import Column, check_column, fail, read_json_object
 from ..linalg.spectra import MATRIX_TYPES
+from ..studies.gap import ACCURACY_PAIRS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -125,8 +129,6 @@ class TrackFile:
 
     def _mark(self) -> None:
         """Write track.json (before the first row): the file is specbound's."""
-        from ..io import atomic_file
-
         text = json.dumps(
             {"written_by": f"specbound {__version__}", "format": TRACK_FORMAT, **self.meta},
             indent=1,
@@ -248,8 +250,6 @@ class TrackFile:
             os.close(fd)
 
     def _rewrite(self, columns: list[str], rows: list[dict[str, str]]) -> None:
-        from ..io import atomic_file
-
         text = _encode(columns) + "".join(_encode([r.get(c, "") for c in columns]) for r in rows)
         try:
             with atomic_file(self.csv, "w") as fh:
@@ -266,8 +266,6 @@ class TrackFile:
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of ``path``; an interrupted last line (no newline at the end of the file
     and too few fields) is left out with a warning."""
-    from ..io.checkpoint import check_regular_file
-
     check_regular_file(path, "track.csv", "pass the out directory of a specbound Tracker")
     try:
         text = path.read_bytes().decode("utf-8")
@@ -291,9 +289,6 @@ def _track_schema(header: Sequence[str]) -> list[Any]:
     times >= 0, accuracies (``studies.gap``'s metric names) in [0, 1], ``nonfinite`` an integer
     >= 0; every cell may be empty (undefined) but ``step``. Losses are the loop's own (any
     finite value)."""
-    from ..io.readback import Column
-    from ..studies.gap import ACCURACY_PAIRS
-
     accuracies = {c for pair in ACCURACY_PAIRS for c in pair}
     out = [Column("step", "int", low=0.0)]
     for c in header:
@@ -309,8 +304,6 @@ def _track_schema(header: Sequence[str]) -> list[Any]:
 def read_track_json(path: str | os.PathLike[str]) -> dict[str, Any]:
     """track.json (``path``: the file or its directory) as written: a JSON object whose
     ``format`` is :data:`TRACK_FORMAT`; else one-line ``io.readback.ReadbackError``."""
-    from ..io.readback import fail, read_json_object
-
     p = Path(path)
     p = p / TRACK_JSON if p.is_dir() else p
     info = read_json_object(p, TRACK_JSON)
@@ -368,7 +361,6 @@ def read_track(path: str | os.PathLike[str]) -> pd.DataFrame:
             values[i] = v
         columns[col] = values
     df = pd.DataFrame(columns, columns=header)
-    from ..io.readback import check_column
 
     for col in _track_schema(header):  # the ranges of the first read (accuracies, steps, ...)
         df[col.name] = check_column(df[col.name], col, csv_path)

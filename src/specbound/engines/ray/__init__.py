@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...errors import Param
+from ...validation import check_int
 from ..base import EngineOptionError, JobError, Progress, Resources, SpectraFn
+from ..blocks import split_by_block
 from .runtime import (
     DeferredSignals,
     connect,
@@ -73,8 +75,6 @@ class RayOptions:
     memory: int | None = None
 
     def __post_init__(self) -> None:
-        from ...validation import check_int
-
         if self.address is not None and (not isinstance(self.address, str) or not self.address):
             raise EngineOptionError(
                 Param("address"),
@@ -161,6 +161,4 @@ class RayEngine:
 
     def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
         """One Ray task per transformer block (``engines.blocks.split_by_block``)."""
-        from ..blocks import split_by_block
-
         return split_by_block(self, mapping, prefix)

@@ -18,7 +18,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ...config import ray_address
 from ...errors import Param, SpecboundError, one_line_reason
+from ...linalg import pool
 from ..base import JobError, call_job
 
 
@@ -88,8 +90,6 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> Any:
 
     Reuses the connection when Ray is already initialized in this process.
     """
-    from ...config import ray_address
-
     ray = require_ray()
     if ray.is_initialized():
         return ray
@@ -171,8 +171,6 @@ def cpu_budget(threads: int) -> Iterator[None]:
     """Hold a task to the CPUs it declared: BLAS at ``threads`` threads, and with one CPU the
     block's matrices one after the other instead of on a thread pool."""
     from threadpoolctl import threadpool_limits
-
-    from ...linalg import pool
 
     mode = "blas" if threads == 1 else None
     with pool.parallelism(mode, workers=threads), threadpool_limits(limits=threads):

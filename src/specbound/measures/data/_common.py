@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...adapters.registry import adapter_for
 from ...errors import SpecboundError
+from ...io.checkpoint import load_checkpoint
 
 #: SPEC 12 constants.
 BISECTION_RANGE = (0.0, 2.0)
@@ -209,9 +211,6 @@ def check_labels(logits: Any, labels: Any) -> None:
 
 def matrix_parameter_names(model: Any) -> set[str]:
     """Names of the parameters holding SPEC 9's weight matrices 𝒲 (the adapter's roles)."""
-    from ...adapters.registry import adapter_for
-    from ...io.checkpoint import load_checkpoint
-
     cfg_model = model
     config = getattr(model, "config", None)
     if config is None:

@@ -23,7 +23,10 @@ from ._common import (
     generator,
     perturbed_parameters,
 )
+from .flatness import flatness_sigma
+from .margin import kth_margin, margin_measures, margins
 from .registry import BOUNDS, SEARCH, data_measure_names, resolve_data_measures
+from .sharpness import sharpness_alpha
 
 PERTURB = ("all", "matrices")
 
@@ -110,10 +113,6 @@ def compute(
     log10 values, e.g. ``Analysis.measures``) for the margin-normalized forms; without them
     those forms are None with a note. See :func:`specbound.data_measures` for the rest.
     """
-    from .flatness import flatness_sigma
-    from .margin import kth_margin, margin_measures, margins
-    from .sharpness import sharpness_alpha
-
     names = resolve_data_measures(measures)  # the arguments were checked (@validate_params)
     if not hasattr(model, "parameters") or not hasattr(model, "modules"):
         raise SpecboundError(f"model must be a torch nn.Module, got {type(model).__name__}")

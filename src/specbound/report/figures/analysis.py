@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...measures.spectrum_adaptive import kept_singular_values
 from ...naming import display_name
+from .htsr import esd_figures, htsr_layer_figure
 from .style import (
     WIDTH,
     Figure,
@@ -36,8 +38,6 @@ NEAR_CONSTANT = 0.01  # decades: a heatmap whose cells span less is described, n
 
 
 def _decay_rows(a: Analysis, idx: np.ndarray) -> list[np.ndarray]:
-    from ...measures.spectrum_adaptive import kept_singular_values
-
     s = a.spectra
     rows = []
     for i in idx:
@@ -355,8 +355,6 @@ def analysis_figures(
         headroom_figure(a, out_dir, prefix=prefix),
     ]
     if esd != "none":
-        from .htsr import esd_figures, htsr_layer_figure
-
         figs.append(htsr_layer_figure(a, out_dir, prefix=prefix))
         figs += esd_figures(a, out_dir, esd, prefix=prefix)
     return [f for f in figs if f is not None]

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...measures import get_measure, measure_names
 from ...naming import natural_key
 from ...studies.correlate.ceiling import CEILING_THRESHOLD
+from ...studies.correlate.stats import cell_r2
 from ..numbers import interval, is_undefined
 from .style import (
     SMALL,
@@ -54,8 +56,6 @@ def architecture_share(result: Correlation, measure: str) -> float:
     """R^2 of the measure on the architecture cells (``stats.cell_r2``); NaN without them."""
     import pandas as pd
 
-    from ...studies.correlate.stats import cell_r2
-
     m = result.models
     cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
     if not cells or measure not in m.columns:
@@ -84,8 +84,6 @@ _LOG10_SUFFIXES = ("_per_sqrt_n", "_per_margin_sqrt_n", "_over_margin")
 def x_label(measure: str) -> str:
     """``measure (log10)`` when the measure's values are log10 (SPEC 9's ``log10`` measures,
     their n- and margin-normalized forms, ``sample_size_only``), else ``measure (linear)``."""
-    from ...measures import get_measure, measure_names
-
     logged = (
         (measure in measure_names() and get_measure(measure).log10)
         or measure.endswith(_LOG10_SUFFIXES)

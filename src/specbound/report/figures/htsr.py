@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...errors import Param, SpecboundError
+from ...linalg.spectra import rank_threshold
+from ...measures._htsr import FIT_OK, fit_quality, weight_fits
 from .style import (
     WIDTH,
     Figure,
@@ -41,7 +44,6 @@ def htsr_fits(a: Analysis) -> list[Any]:
     ws = a.weight_spectra
     if ws is None or len(ws) == 0:
         return []
-    from ...measures._htsr import weight_fits
 
     return list(weight_fits(a.measure_input()))
 
@@ -68,8 +70,6 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     ``WORST_K`` matrices with an ``ok`` fit (a short_tail or poor fit is not an outlier
     finding) outside WeightWatcher's 2..6 range, farthest first; when no ok fit lies outside,
     the ``WORST_K`` largest alphas), ``none``."""
-    from ...errors import Param, SpecboundError
-
     if esd not in ESD_CHOICES:
         raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     if esd == "none":
@@ -78,7 +78,6 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
     fitted = [i for i, f in enumerate(fits) if f.alpha is not None]
     if esd == "all":
         return fitted
-    from ...measures._htsr import FIT_OK, fit_quality
 
     fitted = [i for i in fitted if fit_quality(fits[i])[0] == FIT_OK]
 
@@ -94,8 +93,6 @@ def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:
 
 
 def _kept_eigenvalues(a: Analysis, i: int) -> np.ndarray:
-    from ...linalg.spectra import rank_threshold
-
     ws = a.weight_spectra
     assert ws is not None
     sv = np.asarray(ws.singular_values(i), dtype=np.float64)
@@ -112,8 +109,6 @@ def _weight_name(a: Analysis, i: int) -> str:
 
 @styled
 def _esd_page(a: Analysis, rows: list[int], fits: list[Any], out_dir: Path, name: str) -> Any:
-    from ...measures._htsr import FIT_OK, fit_quality
-
     plt = require_matplotlib()
     cols = min(len(rows), 2 if len(rows) <= 4 else 3)
     nrows = math.ceil(len(rows) / cols)
@@ -205,8 +200,6 @@ def esd_figures(a: Analysis, out_dir: Path, esd: str = "worst", prefix: str = ""
 
 
 def _failed_fits(fits: list[Any]) -> int:
-    from ...measures._htsr import FIT_OK, fit_quality
-
     return sum(fit_quality(f)[0] != FIT_OK for f in fits)
 
 
@@ -237,7 +230,6 @@ def htsr_layer_figure(a: Analysis, out_dir: Path, prefix: str = "") -> Figure | 
             ls="-",
             lw=0.8,
         )
-    from ...measures._htsr import FIT_OK, fit_quality
 
     bad = [i for i, f in enumerate(fits) if f.alpha is not None and fit_quality(f)[0] != FIT_OK]
     if bad:

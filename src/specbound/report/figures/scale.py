@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...studies.scale.fit import CEILING_COLUMN
+from ...studies.scale.verdict import MIN_RESID_DF, _df
 from .style import (
     PROXY_COLORS,
     PROXY_LABELS,
@@ -45,8 +46,6 @@ def _proxy_column(models: Any, proxy: str) -> str | None:
 def _low_df(growth: Any, proxy: str, axis: str, z: Any) -> int | None:
     """The residual degrees of freedom of growth.csv's per-fixed fit of ``proxy`` along
     ``axis`` at ``z`` when below ``verdict.MIN_RESID_DF`` (the line is flagged), else None."""
-    from ...studies.scale.verdict import MIN_RESID_DF, _df
-
     if growth is None or growth.empty:
         return None
     name_col = "measure" if "measure" in growth.columns else "proxy"

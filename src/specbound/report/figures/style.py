@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ...errors import Param, SpecboundError
+from ...io.files import atomic_file
 
 DPI = 200
 WIDTH = 9.0  # inches: a full-width figure
@@ -131,8 +132,6 @@ def styled(fn: _F) -> _F:
 def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
     """``fig`` saved as ``fmt`` into ``path`` through ``io.files.atomic_file`` (the one file
     writer): no timestamp in svg/pdf metadata, so the same figure gives the same bytes."""
-    from ...io.files import atomic_file
-
     meta: dict[str, Any] | None = None
     if fmt in ("svg", "pdf"):
         meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}

@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...errors import Param, SpecboundError
+from ...measures import MEASURES
 from ...naming import display_name
 from ...tables import p_star_counts, type_shares
+from ..figures import analysis as F
+from ..figures.analysis import head_grids, heatmap_summary
+from ..figures.htsr import ESD_CHOICES
+from ..figures.style import figure_formats as check_formats
+from ..figures.style import require_matplotlib, writing_formats
 from ..html import (
     NOT_APPLICABLE,
     figure_html,
@@ -29,6 +36,7 @@ from ..html import (
     table,
 )
 from ..numbers import BEYOND, UNDEFINED, percent, spec
+from ..terminal import explain_p, htsr_fit_sentence
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,8 +100,6 @@ def ceiling_sentence(a: Analysis) -> str:
 def measures_table(a: Analysis) -> pd.DataFrame | None:
     """name, value, description, note of every measure of ``a`` (None when it has none)."""
     import pandas as pd
-
-    from ...measures import MEASURES
 
     registry: Any = MEASURES
     values = getattr(a, "measures", None)
@@ -170,8 +176,6 @@ def answer_context(a: Analysis) -> dict[str, Any]:
     """What the opening says (templates/_analysis_answer.html): the answer in plain words (rank
     ceiling or not), the caveat, both proxies, which matrices dominate and which p they chose.
     A caller may append sentences to ``extra`` (a paragraph each, before the adaptations)."""
-    from ..terminal import explain_p
-
     d, s = a.details, a.spectra
     sa, nb = a.bounds.spectrum_adaptive, a.bounds.norm_based
     dist = ", ".join(f"p* = {p:.3g}: {n:,}" for p, n in p_star_counts(a))
@@ -221,9 +225,6 @@ def analysis_context(
     """Everything templates/analysis_body.html shows for one model: the answer
     (:func:`answer_context`), figures, tables; headings link to the CSVs in ``out_dir`` (the
     page's folder) when they are there."""
-    from ..figures.analysis import head_grids, heatmap_summary
-    from ..terminal import htsr_fit_sentence
-
     mats = a.matrices.sort_values("log10_contribution", ascending=False, kind="stable")
     mats = mats.assign(head=mats["head"].where(mats["head"] >= 0))  # M_in/M_out: n/a
     mats = mats.rename(columns=DEPTH_RENAME)
@@ -273,14 +274,7 @@ def write_analysis_report(
     CSVs are one atomic write). ``esd``: ``all`` | ``worst`` | ``none``: the raw weights whose
     ESD with its power-law fit is drawn (``none`` also drops the HTSR-alpha-per-layer plot).
     ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
-    from ..figures import analysis as F
-    from ..figures.htsr import ESD_CHOICES
-    from ..figures.style import figure_formats as check_formats
-    from ..figures.style import require_matplotlib, writing_formats
-
     if esd not in ESD_CHOICES:
-        from ...errors import Param, SpecboundError
-
         raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     formats = check_formats(figure_formats)
     require_matplotlib()

@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...naming import display_names
 from ...studies.correlate.rules import BASELINES
+from ...studies.correlate.table import better_word, verdict
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
+from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table
 from ..numbers import sig_small, spec
 
@@ -89,7 +91,6 @@ def _verdict(row: dict[str, Any], axes: list[str]) -> str:
     v = row.get("verdict")
     if isinstance(v, str) and v:
         return v
-    from ...studies.correlate.table import verdict
 
     return verdict(row, axes)
 
@@ -125,8 +126,6 @@ def primary_rows(result: Correlation) -> list[dict[str, str]]:
 def differences_sentences(result: Correlation, measure: str) -> list[str]:
     """differences.csv rows of ``measure`` in words: protocol v3's ``verdict`` column (or, for
     a table without it, "better" only when low > 0)."""
-    from ...studies.correlate.table import better_word
-
     d = result.differences
     if d is None or d.empty:
         return []
@@ -460,8 +459,6 @@ def write_page(
     """Write figures/ (unless ``figures`` is False; each in ``figure_formats``, SVG by default)
     and report.html into ``folder`` (the result's folder being written; the page links to the
     files beside it and ``siblings``)."""
-    from ..figures.style import writing_formats
-
     folder = Path(folder)
     with writing_formats(figure_formats):
         figs = correlation_figures(result, folder / "figures") if figures else []

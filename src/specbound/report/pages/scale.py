@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...measures import measure_names
 from ...naming import display_name, display_names, natural_key
+from ...studies.scale import notes as N
+from ...studies.scale import verdict as V
+from ..figures import analysis as FA
+from ..figures import scale as FS
+from ..figures.style import require_matplotlib, writing_formats
 from ..html import (
     figure_html,
     file_link,
@@ -23,7 +29,7 @@ from ..html import (
     table,
 )
 from ..numbers import percent
-from .analysis import PROXY_CAVEAT
+from .analysis import PROXY_CAVEAT, shares_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,10 +64,6 @@ def share_text(share: float) -> str:
 def answer_context(study: Study) -> dict[str, Any]:
     """What the opening says (templates/_scale_answer.html): the verdict sentences (answer
     first), the notes, the caveat, then the ranges (``studies.scale.notes``)."""
-    from ...studies.scale import notes as N
-    from ...studies.scale import verdict as V
-    from .analysis import shares_text
-
     m, g = study.models, study.growth
     verdicts = []
     notes: list[str] = []
@@ -139,8 +141,6 @@ def study_answer_html(study: Study) -> str:
 def models_display(study: Study) -> pd.DataFrame:
     """models.csv for the page: names without their shared prefix, natural order, key columns
     (name, L, N, the measures) first; measures undefined on every model dropped."""
-    from ...measures import measure_names
-
     m = study.models.copy()
     if "model" in m.columns and len(m):
         m["model"] = display_names(list(m["model"].astype(str)))
@@ -198,8 +198,6 @@ def write_study(
     ``L{L}_N{N}_*``); with ``norm_scaling_layers``, also the norms against N at that depth.
     ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``).
     """
-    from ..figures.style import require_matplotlib, writing_formats
-
     with writing_formats(figure_formats):
         require_matplotlib()
         return _write_study(study, Path(out_dir), norm_scaling_layers)
@@ -207,9 +205,6 @@ def write_study(
 
 def _write_study(study: Study, out_dir: Path, norm_scaling_layers: int | None) -> Path:
     """The figures of :func:`write_study` (in the formats set around it), then the page."""
-    from ..figures import analysis as FA
-    from ..figures import scale as FS
-
     fig_dir = out_dir / "figures"
     figs = FS.study_figures(study, fig_dir)
     big = detail_model(study)
@@ -238,8 +233,6 @@ STUDY_FILES = ("models.csv", "growth.csv", "skipped.csv", "study.json", "manifes
 def growth_display(growth: pd.DataFrame) -> pd.DataFrame:
     """growth.csv for the page: a ``caveat`` column (fits with fewer than 2 residual degrees
     of freedom flagged, ``studies.scale.verdict.low_df_flag``) next to the key columns."""
-    from ...studies.scale import verdict as V
-
     g = growth.copy()
     if len(g):
         g["caveat"] = [V.low_df_flag(r) for _, r in g.iterrows()]

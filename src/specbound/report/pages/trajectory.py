@@ -40,6 +40,10 @@ from ...studies.trajectory import (  # noqa: F401 (Phase, Plateau, plateau re-ex
     read_trajectory,
     track_gap,
 )
+from ...track import TRACK_CSV, half_change_step, read_track
+from ..figures import trajectory as F
+from ..figures.style import figure_formats as check_formats
+from ..figures.style import require_matplotlib, writing_formats
 from ..html import figure_html, file_link, page, sig3, table
 
 if TYPE_CHECKING:
@@ -60,8 +64,6 @@ HIGH_SHARE = 0.5
 
 def load_track(path: str | Path) -> pd.DataFrame:
     """The rows of a track.csv (``track.read_track``: the one reader)."""
-    from ...track import read_track
-
     return read_track(path)
 
 
@@ -145,8 +147,6 @@ def ceiling_caveat(df: pd.DataFrame) -> str | None:
 
 def _test_series(df: pd.DataFrame) -> tuple[str, float] | None:
     """The test metric and its half-change step (accuracy first, then loss)."""
-    from ...track import half_change_step
-
     g = resolve_gap(df.columns, "auto", strict=False)
     if g is None:
         return None
@@ -242,9 +242,6 @@ def write_trajectory_report(
     ``figure_formats`` names, e.g. ``"png,pdf"``) and a copy of the validated track.csv,
     through ``io.output_dir`` (all or nothing): what the CLI does, ``read_trajectory`` then
     ``Trajectory.to_dir`` with :func:`write_report` as ``extra``."""
-    from ..figures.style import figure_formats as check_formats
-    from ..figures.style import require_matplotlib
-
     formats = check_formats(figure_formats)
     require_matplotlib()
     t = read_trajectory(track, gap_kind)
@@ -261,11 +258,6 @@ def write_report(
     ``trajectory`` into ``out_dir``, the folder its track.csv is written to (call it inside
     ``io.output_dir``, e.g. ``trajectory.to_dir(out, extra=lambda tmp: write_report(trajectory,
     tmp))``)."""
-    from ...track import TRACK_CSV
-    from ..figures import trajectory as F
-    from ..figures.style import figure_formats as check_formats
-    from ..figures.style import require_matplotlib, writing_formats
-
     formats = check_formats(figure_formats)
     require_matplotlib()
     tmp = Path(out_dir)

@@ -32,8 +32,16 @@ from typing import Any
 
 import numpy as np
 
+from ...config import usable_cpus
+from ...engines.base import JobError, closing_map
+from ...engines.processes import ProcessEngine, ProcessOptions
 from ...errors import SpecboundError, one_line_reason
-from ..zoo.data import DATA_FILE
+from ...io.cache import cache_dir
+from ...io.codec import read_record_or_none, sha256_file, write_record
+from ...io.files import canonical_json
+from ...measures.data import DataMeasures, data_measure_names
+from ...track.live import data_measures, weight_measures_for_margins
+from ..zoo.data import DATA_FILE, task_of, training_data
 from . import manifest as M
 
 #: Bump when the data measures' computation changes, so old cache records are not reused.
@@ -62,8 +70,6 @@ def require() -> None:
 
 def data_names() -> list[str]:
     """Every data measure (SPEC 12 order): the models.csv columns ``--data-measures`` adds."""
-    from ...measures.data import data_measure_names
-
     return data_measure_names()
 
 
@@ -85,8 +91,6 @@ def eligible(zoo: M.Zoo) -> tuple[list[str], str | None]:
 
 
 def _sha256(path: Path) -> str:
-    from ...io.codec import sha256_file
-
     with open(path, "rb") as fh:
         return sha256_file(fh)
 
@@ -103,8 +107,6 @@ def checkpoint_digest(model_dir: Path) -> str:
 
 def _settings(n: int) -> dict[str, Any]:
     """What ``DataMeasures.settings()`` of the call on ``n`` training examples will say."""
-    from ...measures.data import DataMeasures
-
     return DataMeasures(
         measures={}, examples=min(MAX_EXAMPLES, n), n=n, seed=SEED, perturb=PERTURB
     ).settings()
@@ -120,8 +122,6 @@ def cache_key(
     """The record key of the data measures of ``model_dir`` (module doc); ``weights``: the
     weight-measure values the margin forms read (part of the key)."""
     import torch
-
-    from ...io.files import canonical_json
 
     text = canonical_json(
         [
@@ -139,15 +139,11 @@ def cache_key(
 
 
 def _stem(key: str) -> Path:
-    from ...io.cache import cache_dir
-
     return cache_dir() / "data_measures" / key
 
 
 def load_cached(key: str, names: Sequence[str]) -> tuple[dict[str, float | None], dict[str, str]]:
     """(values, notes) of record ``key``; empty when absent, damaged (one warning) or stale."""
-    from ...io.codec import read_record_or_none
-
     got = read_record_or_none(_stem(key), kind=KIND, what="data-measure cache entry")
     if got is None:
         return {}, {}
@@ -181,8 +177,6 @@ def load_cached(key: str, names: Sequence[str]) -> tuple[dict[str, float | None]
 
 def store(key: str, values: dict[str, float | None], notes: dict[str, str]) -> bool:
     """Write record ``key``; False (nothing written) when the cache folder cannot be written."""
-    from ...io.codec import write_record
-
     names = list(values)
     arrays = {
         "values": np.array([math.nan if v is None else float(v) for v in values.values()]),
@@ -231,9 +225,6 @@ def _prepared(
     model_dir: str | Path, device: str | None, weights: Mapping[str, Any] | None
 ) -> tuple[Path, Any, Any, str, str, dict[str, float | None] | None]:
     """(directory, inputs, labels, device, cache key, the weights the margin forms read)."""
-    from ...track.live import weight_measures_for_margins
-    from ..zoo.data import training_data
-
     d = Path(model_dir)
     names = data_names()
     w = None
@@ -272,9 +263,6 @@ def model_data_measures(
     ``weights``: the model's weight measures (``Analysis.measures`` or a models.csv row; only
     ``log_spectral_product`` and the bounds are read, NaN counts as undefined) for the margin
     forms; None: ``analyze`` of the loaded model."""
-    from ...track.live import data_measures
-    from ..zoo.data import task_of
-
     names = data_names()
     d, x, y, dev, key, w = _prepared(model_dir, device, weights)
     if cache:
@@ -314,8 +302,6 @@ def cached_data_measures(
 
 def default_workers(device: str | None = None) -> int:
     """Worker processes for the data measures: one per usable CPU on the CPU, 1 on a GPU."""
-    from ...config import usable_cpus
-
     if torch_device(device) != "cpu":
         return 1
     return usable_cpus()
@@ -368,9 +354,6 @@ def _in_processes(
     """Each job in one of ``workers`` spawned processes (torch and the model reimported there),
     as they finish, through the process engine: a worker that dies costs only its model, which
     is retried once in a fresh worker; Ctrl-C stops every worker at once."""
-    from ...engines.base import JobError, closing_map
-    from ...engines.processes import ProcessEngine, ProcessOptions
-
     work = [(d, cache, device, None if w is None else dict(w)) for _, d, w in jobs]
     row = {id(job): i for job, (i, _, _) in zip(work, jobs, strict=True)}
     engine = ProcessEngine(ProcessOptions(workers=workers))

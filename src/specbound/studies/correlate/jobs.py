@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...engines.sweep import run_model
 from ...errors import SpecboundError, one_line_reason
+from . import data as D
 from . import manifest as M
 from .ceiling import diagnostics_of
 
@@ -32,8 +34,6 @@ def model_worker(analyzer: Analyzer | None, model: Any, name: str | None, kwargs
     """
     try:
         if analyzer is None:
-            from ...engines.sweep import run_model
-
             return run_model(model, name, kwargs)
         return analyzer(model, kwargs.get("init"), kwargs["cache"], kwargs.get("device"), str(name))
     except (KeyboardInterrupt, MemoryError):
@@ -97,8 +97,6 @@ def add_data_measures(
     """Add the data-measure columns to ``models`` (row k is manifest row ``row_of[k]``):
     (the measures added, the notes, {row k: why its data measures failed}). None added, and
     one note, when the manifest's models are not all zoo model directories."""
-    from . import data as D
-
     dirs, why = D.eligible(zoo)
     if why is not None:
         if on_data is not None:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import Param, SpecboundError
+from ...io.files import check_regular_file
+from ..readback import read_zoo_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,7 +112,6 @@ def _locate(p: Path) -> tuple[Path, dict[str, Any]]:
     meta_file = p / "zoo.json"
     if not meta_file.is_file():
         return manifest, {}
-    from ..readback import read_zoo_json
 
     return manifest, read_zoo_json(meta_file)
 
@@ -118,8 +119,6 @@ def _locate(p: Path) -> tuple[Path, dict[str, Any]]:
 def _check_file(manifest: Path) -> None:
     """Refuse a manifest that is missing or not a regular file (a FIFO would block forever)."""
     if manifest.exists():
-        from ...io.files import check_regular_file
-
         check_regular_file(
             manifest,
             "manifest",

@@ -23,6 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import Param, SpecboundError
+from .. import readback as R
+from . import table as T
+from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .jobs import missing_configurations
+from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,8 +90,6 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     """A correlate folder as a part. Its grid (for the missing configurations) is the one its
     correlate.json records (protocol 3), else the zoo.json of ``grid`` (a zoo directory or
     zoo.json), else the zoo.json beside the manifest it names, when that exists."""
-    from .. import readback as R
-
     p = Path(folder)
     if not is_result_folder(p):
         raise SpecboundError(
@@ -104,8 +107,6 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     else:
         zoo_json = _zoo_json(grid, meta.get("manifest"), p)
         if zoo_json is not None:
-            from .jobs import missing_configurations
-
             g = R.read_zoo_json(zoo_json).get("grid")
             missing = missing_configurations(g if isinstance(g, dict) else None, models)
         else:
@@ -216,10 +217,6 @@ def pool(
     gap, and hold no model twice (``_check_no_model_twice``); measures are those every part has
     (the others are dropped with a note). ``primary``: as ``correlate``'s
     (``table.check_primary``)."""
-    from . import table as T
-    from .ceiling import rank_ceiling
-    from .result import Correlation
-
     if not parts:
         raise SpecboundError("pool needs at least one zoo")
     first = parts[0]
@@ -325,8 +322,6 @@ def _ordered(
 ) -> pd.DataFrame:
     """The pooled columns in order: model, zoo, the axes, the others (less the dropped
     measures), gap, converged, the measures, the ceiling columns (added as NaN where absent)."""
-    from .ceiling import CEILING_COLUMNS
-
     for c in CEILING_COLUMNS:
         if c not in models.columns:
             models[c] = math.nan
@@ -372,8 +367,6 @@ def _notes(
 def _skipped(skipped: list[pd.DataFrame]) -> pd.DataFrame:
     """The parts' skipped models in one table of ``SKIPPED_COLUMNS``."""
     import pandas as pd
-
-    from .result import SKIPPED_COLUMNS
 
     skip = pd.concat(skipped, ignore_index=True) if skipped else pd.DataFrame()
     return skip.reindex(columns=list(SKIPPED_COLUMNS))

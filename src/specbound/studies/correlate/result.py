@@ -64,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...io import output_dir
+from ...io.files import dumps_json
 from . import table as T
 from . import verdicts as V
 
@@ -180,8 +182,6 @@ class Correlation:
         into ``out`` through ``io.output_dir`` (atomic; refuses a directory specbound did not
         write). ``extra(tmp)`` may add files (figures/, report.html) to the same atomic write.
         Returns ``out`` as a Path."""
-        from ...io import output_dir
-
         with output_dir(out) as tmp:
             write_tables(self, tmp)
             if extra is not None:
@@ -193,8 +193,6 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
     """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json into
     ``directory`` (an existing folder; not atomic: ``Correlation.to_dir`` is). Returns the
     paths."""
-    from ...io.files import dumps_json
-
     d = Path(directory)
     out = []
     frames = {

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
+from ...validation import check_int, check_real
 from . import stats as S
 from . import verdicts as V
 
@@ -111,8 +112,6 @@ def check_bootstrap_and_seed(
     """``bootstrap`` and ``seed`` >= 0 as ints (one-line errors): ``bootstrap`` is 0 (no
     intervals: point estimates only, when ``allow_none``) or in MIN_BOOTSTRAP..MAX_BOOTSTRAP
     (protocol v3 refuses fewer than 200 draws)."""
-    from ...validation import check_int
-
     b = check_int(bootstrap, "bootstrap", min=0, max=MAX_BOOTSTRAP)
     if b != 0 or not allow_none:
         V.check_bootstrap(b)
@@ -141,8 +140,6 @@ def check_size(n_models: int, n_configurations: int, bootstrap: int) -> None:
 
 def check_level(level: Any) -> float:
     """The interval level, a real strictly between 0 and 1."""
-    from ...validation import check_real
-
     return check_real(level, "level", min=0.0, max=1.0, include_min=False, include_max=False)
 
 

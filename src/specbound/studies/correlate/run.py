@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from ...engines import resolve
+from ...engines.sweep import analyze_models
 from ...errors import SpecboundError
+from ...measures import get_measure, measure_names
+from ...validation import WORKERS, check_param
 from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
 from . import manifest as M
 from . import table as T
 from . import verdicts as V
 from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .data import data_names, require
 from .jobs import (
     Analyzer,
     Plan,
@@ -60,8 +64,6 @@ OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS)
 
 def measure_registry() -> tuple[list[str], dict[str, bool]]:
     """(SPEC 9 measure names in order, {bound-form measure: value already log10})."""
-    from ...measures import get_measure, measure_names
-
     names = measure_names()
     forms = {n: get_measure(n).log10 for n in names if get_measure(n).bound_form}
     return names, forms
@@ -216,8 +218,6 @@ def _prepare(
     data_workers: int,
 ) -> _Prepared:
     """Every input check, in order, the zoo, the gap, which models to analyze (``plan``)."""
-    from ...validation import WORKERS, check_param
-
     bootstrap, seed = T.check_bootstrap_and_seed(bootstrap, seed, allow_none=False)
     data_workers = check_param(data_workers, "data_workers", WORKERS)
     level = T.check_level(level)
@@ -227,8 +227,6 @@ def _prepare(
     names, forms = measure_registry()
     data_cols: list[str] = []
     if data_measures:
-        from .data import data_names, require
-
         require()
         data_cols = data_names()
     M.validate_manifest(z, [*output_columns(), *data_cols], models_csv_marks=names)
@@ -280,8 +278,6 @@ def _sweep(
     """Analyze the planned models on ``eng`` (``on_model`` for the skipped ones first), then
     one row per analyzed model: manifest columns, gap, converged, its measures."""
     import pandas as pd
-
-    from ...engines.sweep import analyze_models
 
     p, table = prep.plan, prep.table
     total = len(table)

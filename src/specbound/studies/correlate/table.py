@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
+from ...validation import check_choice
 from . import rows as R
 from . import stats as S
 from . import verdicts as V
@@ -126,8 +127,6 @@ def correlation_study(
 
 def check_primary(primary: Any) -> str:
     """``primary`` as one of ``verdicts.PRIMARY_CHOICES`` (one-line error otherwise)."""
-    from ...validation import check_choice
-
     return str(check_choice(primary, "primary", V.PRIMARY_CHOICES))
 
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import Param, SpecboundValueError
+from ...validation import check_int
 
 #: B below this is refused.
 MIN_BOOTSTRAP = 200
@@ -109,8 +110,6 @@ def primary_contrasts(statistic: str) -> tuple[tuple[str, str, str], ...]:
 
 def check_bootstrap(bootstrap: Any, name: str = "bootstrap") -> int:
     """``bootstrap`` as an int >= :data:`MIN_BOOTSTRAP` (one-line error otherwise)."""
-    from ...validation import check_int
-
     b = check_int(bootstrap, name, min=0)
     if b < MIN_BOOTSTRAP:
         raise SpecboundValueError(

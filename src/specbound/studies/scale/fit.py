@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...measures import get_measure, measure_names
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -79,8 +81,6 @@ def ols_df(
 
 def measure_columns() -> list[str]:
     """The measure columns of models.csv: every registered measure, in SPEC 9 order."""
-    from ...measures import measure_names
-
     return measure_names()
 
 
@@ -88,7 +88,6 @@ def is_log10(name: str) -> bool:
     """Whether the models.csv column ``name`` already holds a log10 (proxies, the ceiling)."""
     if name == CEILING_COLUMN:
         return True
-    from ...measures import get_measure
 
     return bool(get_measure(name).log10)
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import SpecboundError
+from ...io.files import check_regular_file
+
 
 def read_manifest(path: Any) -> list[str]:
     """Models listed in a text file: one per line, ``#`` comments and blank lines ignored.
@@ -11,9 +14,6 @@ def read_manifest(path: Any) -> list[str]:
     Relative paths are taken relative to the manifest's directory when they exist there.
     """
     from pathlib import Path
-
-    from ...errors import SpecboundError
-    from ...io.files import check_regular_file
 
     p = Path(path)
     try:

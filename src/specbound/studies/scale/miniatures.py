@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import SpecboundError
+from ...io.hub import resolve_hub_id
+
 MINIATURE_LAYERS = (2, 4, 6, 8, 10, 12)
 MINIATURE_HIDDEN = (128, 256, 512, 768)
 
@@ -34,8 +37,6 @@ def locate_miniatures(local_dir: Any = None) -> tuple[list[tuple[str, Any]], lis
     With ``local_dir`` the checkpoints are read from it; otherwise through huggingface_hub
     (cache first, then config and weights only when online).
     """
-    from ...errors import SpecboundError
-
     present, missing, reasons = [], [], []
     for hub_id in miniature_ids():
         if local_dir is not None:
@@ -46,7 +47,6 @@ def locate_miniatures(local_dir: Any = None) -> tuple[list[tuple[str, Any]], lis
             else:
                 present.append((hub_id, str(path)))
             continue
-        from ...io.hub import resolve_hub_id
 
         try:
             present.append((hub_id, str(resolve_hub_id(hub_id))))

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...tables import type_shares
+from .fit import measure_columns, no_fit_reason
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -90,8 +93,6 @@ def exponent_allowed(models: pd.DataFrame, name: str) -> bool:
 def measure_notes(models: pd.DataFrame, growth: pd.DataFrame) -> list[str]:
     """One sentence per measure that has no growth fit (and why) or whose slopes are not
     exponents (negative values), in models.csv order."""
-    from .fit import measure_columns, no_fit_reason
-
     name_col = "measure" if "measure" in growth.columns else "proxy"
     fitted = set(growth[name_col]) if not growth.empty else set()
     notes = []
@@ -166,8 +167,6 @@ def mean_type_shares(analyses: Sequence[Any]) -> dict[str, float] | None:
     """Per matrix type, the mean over the models of its share of the summed contributions
     (``tables.type_shares``), over the models where those shares are defined; None when
     none is (every model's contributions beyond float64, or no model)."""
-    from ...tables import type_shares
-
     shares = [s for s in (type_shares(a) for a in analyses) if s is not None]
     if not shares:
         return None

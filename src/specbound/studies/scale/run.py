@@ -18,10 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...engines import resolve
+from ...engines.sweep import analyze_models
+from ...errors import SpecboundError
+from ...io import output_dir
+from ...io.files import json_safe
 from ...linalg.model import DEVICE
 from ...measures.bounds import GRID_M, L_PHI
 from ...validation import Boolean, PathLike, Text, validate_params
 from .fit import CEILING_COLUMN, growth_table, measure_columns
+from .verdict import growth_verdict, study_verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,8 +106,6 @@ class Study:
         """The study's answer in plain sentences, caveats included (``verdict.study_verdict``):
         which proxy grows faster, whether the spectrum-adaptive growth is its rank ceiling's,
         models at the ceiling, dominance, measures without a fit or an exponent."""
-        from .verdict import study_verdict
-
         return study_verdict(self)
 
     def summary(self) -> dict[str, Any]:
@@ -110,9 +114,6 @@ class Study:
         ``models`` and ``growth`` (the tables as records, a missing cell None); ``verdict`` (per
         axis with a pooled fit of both proxies, ``verdict.growth_verdict``'s ``sentence`` and
         ``interaction`` notes); ``skipped`` (``{"model", "reason"}`` each); ``missing``."""
-        from ...io.files import json_safe
-        from .verdict import growth_verdict
-
         g = self.growth
         verdicts = {}
         for axis in ("hidden_size", "num_layers"):
@@ -140,8 +141,6 @@ class Study:
 
         import pandas as pd
 
-        from ...io import output_dir
-
         with output_dir(path) as tmp:
             self.models.to_csv(tmp / "models.csv", index=False, float_format="%.17g")
             self.growth.to_csv(tmp / "growth.csv", index=False, float_format="%.17g")
@@ -156,8 +155,6 @@ class Study:
 
 def _check_unique(models: Sequence[Any], names: Sequence[str] | None) -> None:
     """A model listed twice would weigh twice in the growth fits: refuse it."""
-    from ...errors import SpecboundError
-
     seen: dict[str, str] = {}
     for i, m in enumerate(models):
         if not isinstance(m, (str, os.PathLike)):
@@ -214,10 +211,6 @@ def scale(
     study meant to have but could not find, e.g. absent checkpoints) are kept on the Study.
     """
     import pandas as pd
-
-    from ...engines import resolve
-    from ...engines.sweep import analyze_models
-    from ...errors import SpecboundError
 
     if len(models) == 0:
         raise SpecboundError("scale needs at least one model")

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .fit import AXES
 from .notes import ceiling_count, dominance_note, measure_notes
 
 if TYPE_CHECKING:
@@ -438,8 +439,6 @@ def study_verdict(study: Any) -> list[str]:
     proxies' growth (``growth_verdict``) with its interaction notes and whether the
     spectrum-adaptive growth is its rank ceiling's; then the models at the ceiling,
     dominance, and measures without a fit or an exponent."""
-    from .fit import AXES
-
     m, g = study.models, study.growth
     out: list[str] = []
     for axis in AXES:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecboundError
+from .tasks import get_task
 
 DATA_FILE = "data.json"
 FORMAT = 1
@@ -78,15 +79,11 @@ def _record(model_dir: Path) -> dict[str, Any]:
 
 def task_of(model_dir: str | os.PathLike[str]) -> Any:
     """The registered task a zoo model was trained on (from its validated ``data.json``)."""
-    from .tasks import get_task
-
     return get_task(_record(Path(model_dir))["task"])
 
 
 def split_data(model_dir: str | os.PathLike[str], part: str = "train") -> tuple[Any, Any]:
     """``(inputs, labels)`` of the ``part`` ("train" or "test") split of a zoo model."""
-    from .tasks import get_task
-
     if part not in ("train", "test"):
         raise SpecboundError(f"part must be 'train' or 'test', not {part!r}")
     d = Path(model_dir)

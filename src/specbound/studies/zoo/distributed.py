@@ -16,9 +16,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ...engines.base import JobError, JobsLostError, Resources, closing_map
 from ...errors import SpecboundError
 from . import zoodir
+from .ensemble import activation_bytes, train_ensemble
 from .plan import ZooPlan, model_name, plan
+from .single import _torch_settings, train_model
+from .tasks import get_task
+from .tasks.base import NUM_HEADS
 
 #: (task name, plan record, members, models dir, device, threads, ensemble size)
 Job = tuple[str, dict[str, Any], list[dict[str, Any]], str, str, int, int]
@@ -39,10 +44,6 @@ def warm(task: str) -> None:
 
     from transformers.utils import logging as hf_logging
 
-    from .single import train_model  # noqa: F401 (imported for its imports)
-    from .tasks import get_task
-    from .tasks.base import NUM_HEADS
-
     hf_logging.set_verbosity_error()
     with contextlib.suppress(Exception):
         t = get_task(task)
@@ -52,8 +53,6 @@ def warm(task: str) -> None:
 def run_job(job: Job) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Train one job's members not finished yet; ``[(params, metrics)]`` for all of them."""
     from transformers.utils import logging as hf_logging
-
-    from .single import _torch_settings, train_model
 
     _, _, members, models_dir, device, threads, size = job
     p = _plan(job)
@@ -77,8 +76,6 @@ def run_job(job: Job) -> list[tuple[dict[str, Any], dict[str, Any]]]:
                         (params, train_model(p, data, params, models / model_name(params), device))
                     )
             elif todo:
-                from .ensemble import train_ensemble
-
                 train_ensemble(p, data, todo, models, device, lambda q, m: out.append((q, m)))
     except OSError as exc:
         raise zoodir.os_error(models.parent, exc) from None
@@ -102,9 +99,6 @@ def run_on_engine(
     input (a damaged model folder, a full disk): SpecboundError; any job that the engine lost
     (its worker died after the retries, or a bug): ``JobsLostError`` (the CLI exits 1).
     """
-    from ...engines.base import JobError, JobsLostError, Resources, closing_map
-    from .ensemble import activation_bytes
-
     rec = p.record()
     jobs: list[Job] = [(p.task.name, rec, c, str(models), device, threads, size(c)) for c in chunks]
     data = p.task.data()

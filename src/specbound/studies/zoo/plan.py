@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...config import usable_cpus
 from ...errors import Param, SpecboundError
 from ...io.files import DuplicateKeyError, load_yaml
 from ...validation import check_int, check_real
@@ -210,8 +211,6 @@ def plan(
 def max_threads() -> int:
     """The largest ``--threads`` accepted: 4 x the CPUs this process may use
     (``config.usable_cpus``)."""
-    from ...config import usable_cpus
-
     return 4 * usable_cpus()
 
 

@@ -32,9 +32,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...engines import get_engine, options_for
+from ...engines.processes import ProcessEngine, ProcessOptions
 from ...errors import Param, SpecboundError
-from ...validation import check_int
+from ...validation import WORKERS, check_int, check_param
 from . import zoodir
+from .distributed import run_on_engine, warm
+from .ensemble import auto_mode, groups, train_ensemble
 from .plan import (
     GRID_KEYS,
     INT_AXES,
@@ -47,6 +51,7 @@ from .plan import (
 )
 from .single import CLIP_NORM, _torch_settings, evaluate, train_model
 from .tasks.base import permutation
+from .workers import default_workers, remove_temps
 
 __all__ = [
     "CLIP_NORM",
@@ -87,7 +92,6 @@ def _engine(engine: Any, options: dict[str, Any] | None) -> Any:
     """The engine (checked before any work); None means this process (the local engine)."""
     if engine is not None and not isinstance(engine, str):
         return engine
-    from ...engines import get_engine, options_for
 
     name = "local" if engine is None else engine
     return get_engine(name, options_for(name, **(options or {})))
@@ -129,13 +133,8 @@ def train_zoo(
     check_threads(threads)
     ens = check_ensemble(ensemble)
     if ens == "auto":
-        from .ensemble import auto_mode
-
         ens = auto_mode(device)
     eng = _engine(engine, engine_options)
-    from ...engines.processes import ProcessEngine, ProcessOptions
-    from ...validation import WORKERS, check_param
-    from .workers import default_workers
 
     if workers is None:
         n_workers = default_workers(device, threads)
@@ -165,8 +164,6 @@ def train_zoo(
     out = Path(out)
     zoodir.check_zoo(out, p, inputs=[source] if source is not None else [])
     if isinstance(eng, ProcessEngine):  # its processes start while this one imports torch
-        from .distributed import warm
-
         eng.start(functools.partial(warm, p.task.name))
     try:
         with zoodir.lock(out):
@@ -229,12 +226,7 @@ def _train_all(
     try:
         data = p.task.data()
         if eng is not None and eng.distributed:  # one engine job per ensemble
-            from .distributed import run_on_engine
-            from .ensemble import groups
-
             chunks = [[q] for q in todo] if ens == 1 else list(groups(p, data, todo, ens, device))
-            from ...engines.processes import ProcessEngine
-            from .workers import remove_temps
 
             try:
                 run_on_engine(
@@ -258,8 +250,6 @@ def _train_all(
                         params, train_model(p, data, params, models / model_name(params), device)
                     )
             else:
-                from .ensemble import groups, train_ensemble
-
                 for members in groups(p, data, todo, ens, device):
                     train_ensemble(p, data, members, models, device, finished)
     finally:

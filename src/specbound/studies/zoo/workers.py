@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config import usable_cpus
+from .zoodir import remove_stale_temps
 
 
 def default_workers(device: str = "cpu", threads: int = 1) -> int:
@@ -34,6 +35,4 @@ def default_workers(device: str = "cpu", threads: int = 1) -> int:
 def remove_temps(models: Path) -> None:
     """Remove the temp dirs of unfinished models (``.NAME.*.tmp``); the caller holds the lock
     and its workers have ended."""
-    from .zoodir import remove_stale_temps
-
     remove_stale_temps(models)

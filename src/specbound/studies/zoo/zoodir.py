@@ -26,9 +26,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..._version import __version__
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
-from .plan import ZooPlan
+from ...io.outdir import sweep_stale
+from .plan import ZooPlan, model_name
 
 #: The marker inside a model temp dir written by earlier specbound versions
 #: (``models/.NAME.XXXX.tmp``): such leftovers are still removed, only those holding it (a
@@ -41,8 +43,6 @@ def remove_stale_temps(models: Path) -> list[Path]:
     whose writer is gone (``io.outdir.sweep_stale``) and earlier versions' ``.*.tmp`` dirs
     holding :data:`TMP_MARKER`; the caller holds the zoo lock. Returns them."""
     import shutil
-
-    from ...io.outdir import sweep_stale
 
     gone = sweep_stale(models)
     for stale in models.glob(".*.tmp"):
@@ -128,8 +128,6 @@ def _read_manifest(out: Path) -> dict[str, Any] | None:
 
 
 def _write_manifest(out: Path, sha: dict[str, str]) -> None:
-    from ..._version import __version__
-
     doc = {
         "written_by": f"specbound {__version__}",
         "kind": "zoo",
@@ -320,8 +318,6 @@ def manifest_row(name: str, m: dict[str, Any], axes: tuple[str, ...]) -> dict[st
 def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any:
     """(Re)write ZOO/zoo.csv: one row per finished model of the plan, in grid order."""
     import pandas as pd
-
-    from .plan import model_name
 
     axes = plan_.task.axes
     rows = [
