@@ -57,7 +57,7 @@ def test_garbage_safetensors(tmp_path):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nan_inf_tensor(tmp_path, bad):
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     d = write_tiny_bert(tmp_path / "m")
     sd = load_file(str(d / "model.safetensors"))
@@ -115,7 +115,8 @@ def test_pickle_needing_code_execution_refused(tmp_path):
 
 def test_good_bin_loads_with_weights_only(tmp_path):
     import torch
-    from safetensors.numpy import load_file
+
+    from tests.support.safetensors_np import load_file
 
     d = write_tiny_bert(tmp_path / "m")
     sd = {k: torch.from_numpy(v) for k, v in load_file(str(d / "model.safetensors")).items()}
