@@ -45,7 +45,7 @@ def minilm_dir() -> Path:
 @pytest.fixture(scope="session")
 def scaled_minilm(tmp_path_factory, minilm_dir):
     """factor -> directory of MiniLM with every encoder weight matrix multiplied by factor."""
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     sd = load_file(str(minilm_dir / "model.safetensors"))
     out = {}

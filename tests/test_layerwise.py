@@ -70,7 +70,7 @@ def minilm(minilm_dir):
 
 
 def _checkpoint_weights(minilm_dir) -> dict[str, tuple[int, ...]]:
-    from safetensors.numpy import load_file
+    from tests.support.safetensors_np import load_file
 
     sd = load_file(str(minilm_dir / "model.safetensors"))
     return {k: v.shape for k, v in sd.items()}

@@ -30,7 +30,7 @@ def readme_mapping() -> dict:
 
 
 def save_safetensors(path: Path, tensors: dict[str, np.ndarray], config: dict) -> Path:
-    from safetensors.numpy import save_file
+    from tests.support.safetensors_np import save_file
 
     path.mkdir(parents=True, exist_ok=True)
     save_file(
@@ -393,7 +393,7 @@ def test_mapping_shared_layer_like_albert(tmp_path):
 
 
 def test_builtin_adapter_missing_tensor_is_named(tmp_path):
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     model = transformers.OPTModel(
         transformers.OPTConfig(

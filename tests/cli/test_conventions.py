@@ -276,6 +276,7 @@ def test_cache_clear_read_only_folder(tiny: Path, tmp_path: Path) -> None:
 def test_correlate_bad_statistics_options_before_work(
     tiny: Path, tmp_path: Path, args: list[str], flag: str
 ) -> None:
+    pytest.importorskip("matplotlib")
     manifest = tmp_path / "zoo.csv"
     manifest.write_text(f"model,train_acc,test_acc\n{tiny},1.0,0.5\n")
     out = tmp_path / "out"

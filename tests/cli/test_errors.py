@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
@@ -57,7 +58,7 @@ def test_garbage_safetensors(tmp_path):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nan_inf_tensor(tmp_path, bad):
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     d = write_tiny_bert(tmp_path / "m")
     sd = load_file(str(d / "model.safetensors"))
@@ -78,6 +79,7 @@ def test_shape_disagrees_with_config(tmp_path):
 
 
 def test_hub_id_offline_not_cached(tmp_path, monkeypatch):
+    pytest.importorskip("huggingface_hub")
     env = {
         "HF_HUB_OFFLINE": "1",
         "HF_HOME": str(tmp_path / "hf"),
@@ -93,13 +95,26 @@ def test_hub_id_offline_not_cached(tmp_path, monkeypatch):
     )
 
 
+def test_hub_id_without_the_hub_extra_names_it(tmp_path, monkeypatch):
+    """Core-only environment: a hub id is refused in one line naming the hub extra."""
+    if importlib.util.find_spec("huggingface_hub") is not None:
+        pytest.skip("huggingface_hub is installed (this checks the core-only environment)")
+    monkeypatch.chdir(tmp_path)  # no ./google/... directory can shadow the hub id
+    assert_clean_failure(
+        tmp_path,
+        "google/bert_uncased_L-2_H-128_A-2",
+        "google/bert_uncased_L-2_H-128_A-2",
+        "specbound[hub]",
+    )
+
+
 class _Evil:
     def __reduce__(self):
         return (os.system, ("echo pwned > /tmp/specbound_pwned",))
 
 
 def test_pickle_needing_code_execution_refused(tmp_path):
-    import torch
+    torch = pytest.importorskip("torch")
 
     d = write_tiny_bert(tmp_path / "m")
     (d / "model.safetensors").unlink()
@@ -114,8 +129,9 @@ def test_pickle_needing_code_execution_refused(tmp_path):
 
 
 def test_good_bin_loads_with_weights_only(tmp_path):
-    import torch
-    from safetensors.numpy import load_file
+    torch = pytest.importorskip("torch")
+
+    from tests.support.safetensors_np import load_file
 
     d = write_tiny_bert(tmp_path / "m")
     sd = {k: torch.from_numpy(v) for k, v in load_file(str(d / "model.safetensors")).items()}

@@ -3,6 +3,8 @@ written, with one line."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.cli_runner import run_cli
 
 
@@ -42,6 +44,7 @@ def test_data_workers_without_data_measures_is_refused(tmp_path):
 
 
 def test_a_manifest_row_without_an_axis_value_is_refused(tmp_path):
+    pytest.importorskip("matplotlib")
     m = tmp_path / "zoo.csv"
     rows = ["model,lr,depth,train_acc,test_acc"]
     rows += [f"m{i},{'' if i == 2 else 0.01 * (1 + i % 2)},{1 + i % 3},1.0,0.{i}" for i in range(9)]
@@ -62,6 +65,9 @@ def _strict(text):
 
 
 def test_every_json_file_of_a_diverged_zoo_is_strict(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("sklearn")
     # lr 1e6 makes the loss non-finite: metrics.json must hold null, never a bare NaN
     g = _grid(
         tmp_path,
@@ -78,6 +84,7 @@ def test_every_json_file_of_a_diverged_zoo_is_strict(tmp_path):
 
 
 def test_correlate_out_into_a_zoo_folder_is_refused(tmp_path):
+    pytest.importorskip("matplotlib")
     import json
 
     zoo = tmp_path / "zoo"
@@ -101,6 +108,9 @@ def test_correlate_out_into_a_zoo_folder_is_refused(tmp_path):
 
 
 def test_a_users_dot_tmp_folder_in_models_survives_a_zoo_train(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("sklearn")
     g = _grid(
         tmp_path,
         "axes:\n  depth: [1]\n  width: [32]\n  lr: [0.003]\n  weight_decay: [0.0]\n"
@@ -141,6 +151,7 @@ def test_written_files_follow_the_umask(tmp_path):
 
 
 def test_a_too_long_out_name_is_one_line(tmp_path):
+    pytest.importorskip("matplotlib")
     (tmp_path / "zoo").mkdir()  # beside the --out: an --out inside an input is refused first
     r = run_cli("correlate", tmp_path / "zoo", "--out", tmp_path / ("x" * 300))
     line = r.one_error_line()

@@ -8,10 +8,10 @@ import ctypes.util
 import numpy as np
 import pytest
 import scipy.linalg
-from safetensors.numpy import load_file
 from threadpoolctl import threadpool_info
 
 from specbound.linalg import lapack, spectra
+from tests.support.safetensors_np import load_file
 from tests.support.spectral_checks import EPS, SV_C, assert_sv_match
 
 

@@ -139,7 +139,7 @@ def test_rank_zero_is_undefined():
 
 
 def test_a_zero_matrix_leaves_the_headroom_of_the_others(tmp_path):
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     d = write_tiny_bert(tmp_path / "m", layers=2, hidden=8, heads=2, ffn=16, scale=0.3)
     sd = load_file(str(d / "model.safetensors"))

@@ -162,7 +162,7 @@ def test_power_law_fit_undefined_below_20():
 
 # ---- MiniLM ----------------------------------------------------------------------------------
 def minilm_raw(directory: Path) -> tuple[list[np.ndarray], int]:
-    from safetensors.numpy import load_file
+    from tests.support.safetensors_np import load_file
 
     sd = load_file(str(directory / "model.safetensors"))
     cfg = json.loads((directory / "config.json").read_text())
@@ -223,7 +223,7 @@ def test_htsr_alpha_equals_weightwatcher(minilm_dir, minilm_analysis):
 
 def test_distance_from_init_closed_form(minilm_dir, tmp_path, minilm_analysis):
     """init = 0.5 W (exact in binary): sum ||W - W/2||_F^2 = frobenius_sum / 4."""
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     sd = load_file(str(minilm_dir / "model.safetensors"))
     half = {
@@ -301,7 +301,7 @@ def _save(model, path: Path) -> Path:
 
 
 def _n_params(path: Path) -> int:
-    from safetensors.numpy import load_file
+    from tests.support.safetensors_np import load_file
 
     return sum(int(v.size) for v in load_file(str(path / "model.safetensors")).values())
 

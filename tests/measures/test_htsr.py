@@ -133,7 +133,7 @@ def test_weightwatcher_warnings_on_minilm(minilm_dir, minilm_fits):
 def test_cli_crafted_short_tail(tiny_bert, tmp_path):
     """A checkpoint whose layer-0 query has the bulk + 10 spikes spectrum: weights.csv and
     ``--json`` both say short_tail for it, with the reason."""
-    from safetensors.numpy import load_file, save_file
+    from tests.support.safetensors_np import load_file, save_file
 
     path = tiny_bert(hidden=48, heads=2, ffn=96, layers=1)
     sd = load_file(str(path / "model.safetensors"))
@@ -254,7 +254,7 @@ def test_permutation_weights_analyze_silently(tmp_path):
     a numpy RuntimeWarning (one per matrix before)."""
     import warnings
 
-    from safetensors.numpy import save_file
+    from tests.support.safetensors_np import save_file
 
     rng = np.random.default_rng(0)
     h, f_, layers = 32, 64, 2

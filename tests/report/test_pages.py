@@ -154,9 +154,8 @@ def test_esd_option(analysis_page: tuple[Path, object], tmp_path: Path) -> None:
 
 def test_esd_histogram_matches_the_weights(analysis_page: tuple[Path, object]) -> None:
     """The eigenvalues drawn are those of W^T W of the checkpoint (dense, no shared code)."""
-    from safetensors.numpy import load_file
-
     from specbound.report.figures.htsr import _kept_eigenvalues
+    from tests.support.safetensors_np import load_file
 
     _, a = analysis_page
     ws = a.weight_spectra

@@ -119,6 +119,7 @@ def test_tampered_json_skipped_and_claims_are_one_line(tmp_path):
 
 
 def test_cli_reevaluation_of_a_tampered_folder_is_one_line_and_writes_nothing(tmp_path):
+    pytest.importorskip("matplotlib")
     d = _copy(tmp_path)
     _set(d / "models.csv", 4, "gap", 5.0)
     before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}

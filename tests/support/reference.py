@@ -11,7 +11,8 @@ import math
 from pathlib import Path
 
 import numpy as np
-from safetensors.numpy import load_file
+
+from tests.support.safetensors_np import load_file
 
 
 def _stats(a: np.ndarray) -> dict:

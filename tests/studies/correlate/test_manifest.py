@@ -153,6 +153,7 @@ def test_one_configuration_and_one_model(tmp_path):
     ],
 )
 def test_cli_exit_2_one_line_nothing_written(tmp_path, rows, flags, match):
+    pytest.importorskip("matplotlib")
     import os
     import subprocess
     import sys

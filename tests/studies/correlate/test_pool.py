@@ -83,6 +83,7 @@ def test_a_folder_that_is_not_a_correlate_output_is_refused(tmp_path):
 
 
 def test_cli_pools_folders_and_refuses_contradictions(tmp_path):
+    pytest.importorskip("matplotlib")
     a, b = _split(tmp_path)
     out = tmp_path / "pooled"
     r = run_cli("correlate", a, b, "--out", out, "--bootstrap", "200", "--quiet")
@@ -134,6 +135,7 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
 
 def test_huge_finite_values_are_drawn_clipped_and_the_page_says_so(tmp_path):
     """Issue 35 item 14: a finite 1.7e308 in a measure must not crash the figures."""
+    pytest.importorskip("matplotlib")
     from specbound.report.pages.correlate import write_correlation
 
     a, _b = _split(tmp_path)
@@ -152,6 +154,7 @@ def test_skipped_names_are_kept_on_reevaluation_and_prefixed_only_when_shared(tm
     """Re-evaluating a folder in place leaves skipped.csv's names as they are (they used to
     gain one '<zoo>/' prefix per run); pooling prefixes a name with its zoo only where two
     zoos share it, as for models.csv."""
+    pytest.importorskip("matplotlib")
     skipped = pd.DataFrame(
         {"model": ["models/m-unconverged", "models/m-shared"], "reason": ["unconverged"] * 2}
     )
@@ -227,6 +230,7 @@ def test_duplicated_or_missing_rows_and_a_bad_gap_word_are_refused(tmp_path):
 
 
 def test_a_folder_or_its_copy_given_twice_is_refused(tmp_path):
+    pytest.importorskip("matplotlib")
     a, _ = _split(tmp_path)
     with pytest.raises(P.SpecboundError, match="given twice"):
         P.pool([P.read_part(a), P.read_part(tmp_path / "a" / ".." / "a")], bootstrap=0)
@@ -261,6 +265,7 @@ def _tiny_zoo(root: Path, offset: int) -> Path:
 
 def test_cli_pools_two_zoo_directories(tmp_path):
     """`correlate zA zB --out p` always exited 2 ("bootstrap 0 is too few draws")."""
+    pytest.importorskip("matplotlib")
     from tests.studies.correlate.test_run import check_tables_against_reference
 
     za, zb = _tiny_zoo(tmp_path / "zA", 0), _tiny_zoo(tmp_path / "zB", 10)

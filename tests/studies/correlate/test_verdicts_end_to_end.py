@@ -134,6 +134,7 @@ def test_tiny_manifest_two_models(tmp_path):
 def test_tiny_zoo_on_the_command_line(tmp_path):
     """Two real (tiny) checkpoints through the CLI: the primary rows are there, every verdict
     is "insufficient evidence" (terminal, --json, differences.csv)."""
+    pytest.importorskip("matplotlib")
     d = tmp_path / "zoo"
     rows = ["model,depth,train_size,train_acc,test_acc,converged"]
     for k, depth in enumerate((1, 2)):

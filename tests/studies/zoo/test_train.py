@@ -207,10 +207,9 @@ def test_task_data_are_what_they_claim():
 
 def test_new_task_is_one_registration(tmp_path):
     """A task registered from outside trains through the same loop; results are deterministic."""
-    from safetensors.numpy import load_file
-
     from specbound.studies.zoo import TASKS, register, train_zoo
     from specbound.studies.zoo.tasks.base import Data, Preset, Task, bert_classifier
+    from tests.support.safetensors_np import load_file
 
     class FirstToken(Task):
         name = "first-token-test"
