@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._version import __version__
-from .adapters.registry import adapter_for
+from .adapters.registry import adapter_for, init_adapter_for
 from .core import ModelSpec
-from .errors import ConfigError, Param, SpecboundError
+from .errors import Param, SpecboundError
 from .io import output_dir
 from .io.checkpoint import load_checkpoint
 from .io.files import json_safe
@@ -382,38 +382,6 @@ class Analysis:
         return Path(path)
 
 
-def _init_adapter(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:
-    """The adapter of the initialization checkpoint, checked to match ``spec``."""
-    is_path = isinstance(init, (str, Path))
-    try:  # say which of the two checkpoints is wrong
-        init_ckpt = load_checkpoint(
-            init, None if is_path else ckpt.config, name=str(init) if is_path else "init state dict"
-        )
-        kw = {"prefix": prefix} if prefix is not None else {}
-        init_adapter = adapter_for(init_ckpt, mapping, **kw)
-        ispec = init_adapter.spec()
-    except SpecboundError as exc:
-        raise type(exc)(
-            Param("init", str(init) if is_path else "state dict"), ": ", *exc.parts
-        ) from None
-    for f in (
-        "architecture",
-        "num_layers",
-        "hidden_size",
-        "num_heads",
-        "head_dim",
-        "intermediate_size",
-        "num_kv_heads",
-    ):
-        if getattr(ispec, f) != getattr(spec, f):
-            raise ConfigError(
-                Param("init", init_ckpt.name),
-                f" has {f} = {getattr(ispec, f)} but the model has "
-                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes",
-            )
-    return init_adapter
-
-
 @validate_params(
     {
         "l_phi": (None, *L_PHI),
@@ -472,7 +440,7 @@ def analyze(
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
     spec = adapter.spec()
-    init_adapter = _init_adapter(init, ckpt, spec, mapping, prefix) if init is not None else None
+    init_adapter = init_adapter_for(init, ckpt, spec, mapping, prefix) if init is not None else None
     if l_phi is None:
         l_phi = check_param(spec.l_phi, "l_phi", L_PHI)
 

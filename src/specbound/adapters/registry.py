@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, Param, SpecboundError
+from ..io.checkpoint import load_checkpoint
 from .mapping import MappingAdapter
 
 if TYPE_CHECKING:
+    from ..core import ModelSpec
     from ..io.checkpoint import Checkpoint
     from .base import Adapter
 
@@ -152,3 +155,37 @@ def adapter_for(checkpoint: Checkpoint, mapping: Any = None, prefix: str | None 
     if mapping is not None:
         return MappingAdapter.from_spec(checkpoint, mapping, prefix=prefix)
     return get_adapter(checkpoint, prefix=prefix)
+
+
+def init_adapter_for(init: Any, ckpt: Any, spec: ModelSpec, mapping: Any, prefix: Any) -> Any:
+    """The adapter of the initialization checkpoint ``init`` (a path, or a state dict read with
+    ``ckpt``'s config), checked to have ``spec``'s architecture and shapes (distance_from_init
+    compares the two matrix by matrix); a mismatch is one line naming ``init``."""
+    is_path = isinstance(init, (str, Path))
+    try:  # say which of the two checkpoints is wrong
+        init_ckpt = load_checkpoint(
+            init, None if is_path else ckpt.config, name=str(init) if is_path else "init state dict"
+        )
+        kw = {"prefix": prefix} if prefix is not None else {}
+        init_adapter = adapter_for(init_ckpt, mapping, **kw)
+        ispec = init_adapter.spec()
+    except SpecboundError as exc:
+        raise type(exc)(
+            Param("init", str(init) if is_path else "state dict"), ": ", *exc.parts
+        ) from None
+    for f in (
+        "architecture",
+        "num_layers",
+        "hidden_size",
+        "num_heads",
+        "head_dim",
+        "intermediate_size",
+        "num_kv_heads",
+    ):
+        if getattr(ispec, f) != getattr(spec, f):
+            raise ConfigError(
+                Param("init", init_ckpt.name),
+                f" has {f} = {getattr(ispec, f)} but the model has "
+                f"{getattr(spec, f)}; distance_from_init needs the same architecture and shapes",
+            )
+    return init_adapter

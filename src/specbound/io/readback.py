@@ -296,3 +296,27 @@ def text_list(data: dict[str, Any], name: str, path: Path | str, *, required: bo
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def folder_file(path: str | Path, name: str) -> Path:
+    """``path / name`` when ``path`` is a folder, else ``path`` itself (the file was named)."""
+    p = Path(path)
+    return p / name if p.is_dir() else p
+
+
+def read_zoo_json(path: str | Path) -> dict[str, Any]:
+    """zoo.json of a zoo directory (or the file itself), checked: an object whose ``task`` and
+    ``preset`` are strings (or null) and whose ``grid`` lists at least one finite value per axis.
+    Here, below ``studies``, so that the manifest reader can use it without a cycle."""
+    p = folder_file(path, "zoo.json")
+    meta = read_json_object(p, "zoo.json")
+    json_field(meta, "task", (str, type(None)), p, required=False)
+    json_field(meta, "preset", (str, type(None)), p, required=False)
+    grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
+    for axis, values in (grid or {}).items():
+        if not isinstance(values, list) or not values:
+            raise fail(p, None, None, f"grid axis '{axis}' must list its values, got {values!r}")
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise fail(p, None, None, f"grid axis '{axis}' holds {v!r}")
+    return meta

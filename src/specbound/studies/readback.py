@@ -37,7 +37,6 @@ machinery.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +44,11 @@ from ..io.readback import (
     Column,
     ReadbackError,
     fail,
+    folder_file,
     json_field,
     read_json_object,
     read_table,
+    read_zoo_json,
     text_list,
 )
 
@@ -81,14 +82,9 @@ METRIC_SCHEMA = (
 CLAIM_COLUMNS = ("claim", "folder", "measure", "versus", "statistic", "verdict")
 
 
-def _folder_file(path: str | Path, name: str) -> Path:
-    p = Path(path)
-    return p / name if p.is_dir() else p
-
-
 def read_correlate_json(path: str | Path) -> dict[str, Any]:
     """correlate.json of a correlate folder (or the file itself), checked (module doc)."""
-    p = _folder_file(path, "correlate.json")
+    p = folder_file(path, "correlate.json")
     meta = read_json_object(p, "correlate.json")
     json_field(meta, "protocol", int, p, required=False, low=0)
     axes = text_list(meta, "axes", p)
@@ -122,7 +118,7 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
 def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
     """models.csv of a correlate folder (or the file itself) for its correlate.json ``meta``
     (:func:`read_correlate_json`), checked (module doc)."""
-    p = _folder_file(path, "models.csv")
+    p = folder_file(path, "models.csv")
     axes, measures = list(meta["axes"]), list(meta["measures"])
     accuracy = meta.get("gap", "accuracy") == "accuracy"
     gap = Column("gap", low=-1.0 if accuracy else None, high=1.0 if accuracy else None)
@@ -146,7 +142,7 @@ def read_skipped_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd
     """skipped.csv of a correlate folder (``model, reason``; an empty file: none skipped)."""
     import pandas as pd
 
-    p = _folder_file(path, "skipped.csv")
+    p = folder_file(path, "skipped.csv")
     if not p.exists() or (p.is_file() and p.stat().st_size == 0):
         skipped = pd.DataFrame(columns=["model", "reason"])
     else:
@@ -168,7 +164,7 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
     the folder's correlate.json ``meta`` the primary rows must be those its measures allow."""
     from .correlate import verdicts as V
 
-    p = _folder_file(path, "differences.csv")
+    p = folder_file(path, "differences.csv")
     unit = dict(empty=True, low=0.0, high=1.0)
     schema = [
         Column("measure", "text"),
@@ -247,7 +243,7 @@ def _header(p: Path) -> list[str]:
 
 def read_correlation_csv(path: str | Path) -> pd.DataFrame:
     """correlation.csv of a correlate folder (or the file itself), checked (module doc)."""
-    p = _folder_file(path, "correlation.csv")
+    p = folder_file(path, "correlation.csv")
     cols = _header(p)
     schema = [Column("measure", "text")]
     for c in cols:
@@ -262,22 +258,6 @@ def read_correlation_csv(path: str | Path) -> pd.DataFrame:
         elif c.startswith("cmi"):
             schema.append(Column(c, empty=True, low=0.0))
     return read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
-
-
-def read_zoo_json(path: str | Path) -> dict[str, Any]:
-    """zoo.json of a zoo directory (or the file itself), checked (module doc)."""
-    p = _folder_file(path, "zoo.json")
-    meta = read_json_object(p, "zoo.json")
-    json_field(meta, "task", (str, type(None)), p, required=False)
-    json_field(meta, "preset", (str, type(None)), p, required=False)
-    grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
-    for axis, values in (grid or {}).items():
-        if not isinstance(values, list) or not values:
-            raise fail(p, None, None, f"grid axis '{axis}' must list its values, got {values!r}")
-        for v in values:
-            if isinstance(v, float) and not math.isfinite(v):
-                raise fail(p, None, None, f"grid axis '{axis}' holds {v!r}")
-    return meta
 
 
 def read_zoo_csv(path: str | Path) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from specbound.studies.correlate import stats as S
+from specbound.studies.correlate import arch as A
 from specbound.studies.correlate import verdicts as V
 
 
@@ -31,14 +31,14 @@ def test_tau_arch_is_the_mean_of_scipy_tau_b_over_cells():
     want = [kendalltau(mu[c], g[c]).statistic for c in cells if c.size >= 3]
     want = [t for t in want if not math.isnan(t)]
     assert len(want) == 2
-    got = S.tau_arch(mu, g, cells, np.arange(mu.size), np.ones((1, mu.size)))
+    got = A.tau_arch(mu, g, cells, np.arange(mu.size), np.ones((1, mu.size)))
     assert got.tau_arch[0] == pytest.approx(sum(want) / 2, abs=1e-12)
     assert (got.cells_used, got.cells_at_ceiling) == (2, 1)
 
 
 def test_cell_resample_keeps_every_cell_size():
     cell_of_config = np.array([0, 0, 1, 1, 1])
-    counts = S.cell_config_counts(cell_of_config, 500, seed=7)
+    counts = A.cell_config_counts(cell_of_config, 500, seed=7)
     assert counts.shape == (500, 5)
     np.testing.assert_array_equal(counts[:, :2].sum(axis=1), 2)
     np.testing.assert_array_equal(counts[:, 2:].sum(axis=1), 3)

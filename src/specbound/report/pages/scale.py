@@ -161,9 +161,7 @@ def models_display(study: Study) -> pd.DataFrame:
     for c in SHARE_COLUMNS:
         if c in m.columns:  # percentages, as the text says them (share_text)
             m[c] = 100.0 * m[c].astype(float)
-    from ...studies.scale.notes import TRAINING_COLUMNS
-
-    trained = [c for c, _ in TRAINING_COLUMNS if c in m.columns]
+    trained = [c for c, _ in N.TRAINING_COLUMNS if c in m.columns]
     return key_columns_first(m, ["model", "num_layers", "hidden_size", *trained, *measure_cols])
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundError
 from ...io.files import check_regular_file
-from ..readback import read_zoo_json
+from ...io.readback import read_zoo_json
 
 if TYPE_CHECKING:
     import pandas as pd

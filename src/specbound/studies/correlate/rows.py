@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
+from . import arch as A
 from . import stats as S
 from . import verdicts as V
 from .mutual_info import cmi, cmi_draws
@@ -134,7 +135,7 @@ def setup(
         cell_of_config = np.zeros(n_conf, dtype=np.int64)
         cell_of_config[config_all] = cell_all
     arch_counts = (
-        S.cell_config_counts(cell_of_config, bootstrap, seed)
+        A.cell_config_counts(cell_of_config, bootstrap, seed)
         if bootstrap > 0 and cell_of_config is not None
         else None
     )
@@ -142,7 +143,7 @@ def setup(
     for s in range(V.SEEDS if p_boot > 0 else 0):
         if pstat == V.TAU_ARCH:
             assert cell_of_config is not None
-            p_counts.append(S.cell_config_counts(cell_of_config, p_boot, seed + s))
+            p_counts.append(A.cell_config_counts(cell_of_config, p_boot, seed + s))
         else:
             p_counts.append(S.bootstrap_config_counts(n_conf, p_boot, seed + s))
     return Setup(
@@ -152,12 +153,12 @@ def setup(
 
 
 def cells_of(models: pd.DataFrame) -> np.ndarray | None:
-    """Each model's cell of tau_arch: one id per distinct (depth, width, n) (``S.CELL_AXES``
+    """Each model's cell of tau_arch: one id per distinct (depth, width, n) (``A.CELL_AXES``
     and the training-set size, a model without n in a cell of its own kind); None when the
     models table lacks depth or width."""
-    if not all(a in models.columns for a in S.CELL_AXES):
+    if not all(a in models.columns for a in A.CELL_AXES):
         return None
-    cols = [*S.CELL_AXES] + ([N_COLUMN] if N_COLUMN in models.columns else [])
+    cols = [*A.CELL_AXES] + ([N_COLUMN] if N_COLUMN in models.columns else [])
     return S.row_ids(axis_codes(models, cols))
 
 
@@ -175,7 +176,7 @@ def _choose(primary: str, n_sizes: int, cells_ok: int, has_cells: bool) -> str:
     (``V.primary_statistic``)."""
     if primary == "arch" and not has_cells:
         raise SpecboundError(
-            f"primary arch needs {' and '.join(S.CELL_AXES)} columns in the models table "
+            f"primary arch needs {' and '.join(A.CELL_AXES)} columns in the models table "
             "(the cells of tau_arch); use primary standard"
         )
     if primary == "arch" or (
@@ -202,7 +203,7 @@ def measure_row(models: pd.DataFrame, name: str, su: Setup) -> Evaluated:
     point = S.statistics(mu, g, design, np.ones((1, m)))
     cmi_min, cs = cmi(mu, g, codes) if m > 0 else (math.nan, None)
     boot, cmi_interval = _draws(mu, g, codes, design, cfg, cmi_min, su)
-    arch = None if su.cell_all is None else S.arch_cells(su.cell_all[ok])
+    arch = None if su.cell_all is None else A.arch_cells(su.cell_all[ok])
     p_draw: list[np.ndarray] = []
     if m > 0 and name in su.primary_names:
         for counts in su.p_counts:
@@ -295,7 +296,7 @@ def _arch_boot(
     """tau_arch on every resample of ``counts`` (configurations drawn within cells), in chunks."""
     return np.concatenate(
         [
-            S.tau_arch(mu, g, cells, cfg, counts[c][:, cfg], resample=True).tau_arch
+            A.tau_arch(mu, g, cells, cfg, counts[c][:, cfg], resample=True).tau_arch
             for c in S.draw_chunks(mu.size, counts.shape[0])
         ]
     )
@@ -318,7 +319,7 @@ def _arch_columns(
         row["tau_arch_cells"] = row["tau_arch_ceiling"] = 0
         info.blind["tau_arch"] = "without depth and width there are no cells of tau_arch"
         return
-    pt = S.tau_arch(mu, g, cells, cfg, np.ones((1, mu.size)))
+    pt = A.tau_arch(mu, g, cells, cfg, np.ones((1, mu.size)))
     row["tau_arch"] = float(pt.tau_arch[0])
     row["tau_arch_cells"], row["tau_arch_ceiling"] = pt.cells_used, pt.cells_at_ceiling
     if su.arch_counts is not None:
