@@ -38,6 +38,7 @@ def test_read_at_call_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
 
 
 def test_proxy_and_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("huggingface_hub")  # needs the extra
     for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(v, raising=False)
     assert config.https_proxy() is None

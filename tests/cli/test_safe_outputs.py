@@ -140,6 +140,7 @@ def fast_report(analysis, d: Path) -> Path:
 
 
 def test_earlier_output_replaced_as_a_whole(tmp_path, models, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")  # needs the extra
     import specbound.report
 
     monkeypatch.setattr(specbound.report, "write_analysis_report", fast_report)
@@ -512,6 +513,7 @@ def test_markup_in_paths_printed_verbatim(tmp_path, models, monkeypatch, capsys)
 
 
 def test_device_checked_even_from_cache(models, monkeypatch, capsys):
+    pytest.importorskip("torch")  # needs the extra
     code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]), "-q")
     assert code == 0, err
     for dev in ("cuda:99", "mps"):
@@ -532,6 +534,7 @@ def test_subprocess_usage_error_and_sigterm_free_run(models):
 
 
 def test_scale_skips_broken_model(tmp_path, models, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")  # needs the extra
     import specbound.report.figures.scale
 
     monkeypatch.setattr(
@@ -602,8 +605,7 @@ def test_out_of_memory_is_not_reported_as_a_bug(models, monkeypatch, capsys, exc
     'internal error ... please report it'."""
 
     if exc == "torch.OutOfMemoryError":
-        import torch
-
+        torch = pytest.importorskip("torch")
         exc = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
 
     def oom(*a, **k):
@@ -697,6 +699,7 @@ def _correlate_folder(root: Path, name: str, keep) -> Path:
 def test_pooling_or_a_study_into_one_of_its_inputs_is_refused(tmp_path, monkeypatch, capsys):
     """``correlate cA cB --out cB`` and ``study cA cB --out cA`` replaced an input (exit 0);
     ``correlate X --out X`` (re-evaluation in place) stays allowed."""
+    pytest.importorskip("matplotlib")  # needs the extra
     a = _correlate_folder(tmp_path, "a", lambda m: m["seed"] == 0)
     b = _correlate_folder(tmp_path, "b", lambda m: m["seed"] != 0)
     ra, rb = tmp_path / "ra", tmp_path / "rb"
@@ -719,6 +722,7 @@ def test_pooling_or_a_study_into_one_of_its_inputs_is_refused(tmp_path, monkeypa
 
 
 def test_trajectory_out_on_its_track_is_refused(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")  # needs the extra
     track = tmp_path / "track"
     track.mkdir()
     (track / "track.csv").write_text("step\n")

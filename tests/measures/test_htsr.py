@@ -181,6 +181,7 @@ def test_terminal_and_page_name_the_failed_fits(minilm_fits, capsys):
 def test_esd_worst_title_when_no_ok_fit_is_an_outlier(minilm_fits, tmp_path):
     """MiniLM's ok fits all lie in 2..6 (2.46 to 5.13): the figure does not call them outliers
     and names the left-out failed fits."""
+    pytest.importorskip("matplotlib")  # needs the extra
     from specbound.report.figures.htsr import esd_figures
 
     (fig,) = esd_figures(minilm_fits, tmp_path, "worst")

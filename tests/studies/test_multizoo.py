@@ -141,6 +141,7 @@ def test_replicates_sharing_seeds_are_refused(tmp_path):
 
 
 def test_cli_writes_the_study_and_refuses_other_folders(tmp_path):
+    pytest.importorskip("matplotlib")  # needs the extra
     a = folder(tmp_path, "a", [0.0001, 0.004, 0.3], [0.3, 0.3, 0.02], [0, 1, 2])
     b = folder(tmp_path, "b", [0.0002, 0.02, 0.5], [0.3, 0.3, 0.01], [3, 4, 5])
     out = tmp_path / "study"

@@ -425,6 +425,7 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
 
 
 def test_cli_correlate_end_to_end(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # needs the extra
     import signal
 
     from specbound.cli import main
@@ -522,6 +523,7 @@ def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
 
 
 def test_cli_bad_input_one_line(tmp_path):
+    pytest.importorskip("matplotlib")  # needs the extra
     (tmp_path / "m.csv").write_text("name,train_acc,test_acc\na,1,0.5\n")
     out = tmp_path / "out"
     r = run_cli_process("correlate", "--manifest", str(tmp_path / "m.csv"), "--out", str(out))
