@@ -127,7 +127,8 @@ def test_no_ok_fit_gets_the_target(tiny_bert):
 
 
 def test_gated_mlp_rows_split_into_gate_and_up(tmp_path):
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
