@@ -311,3 +311,13 @@ def test_ladder_page_draws_the_ceiling_and_shows_training(tmp_path: Path) -> Non
     assert "shape its growth" not in text
     assert (out / "figures" / "rank_ceiling.svg").is_file()
     assert "Dash-dot (spectrum-adaptive panel): the rank ceiling" in text
+
+
+def test_answer_markdown_is_read_as_plain_paragraphs() -> None:
+    """answer.md is Markdown: its comment, emphasis and code marks never reach the page, and
+    each list item is its own paragraph (it was one run-on paragraph with raw ``**``)."""
+    from specbound.report.pages.study import answer_paragraphs
+
+    text = "<!-- a note\nfor editors -->\n\n**The answer.** One `x`.\n"
+    text += "1. **first** a\n2. second 2*3\n"
+    assert answer_paragraphs(text) == ["The answer. One x.", "1. first a", "2. second 2*3"]

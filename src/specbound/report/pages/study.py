@@ -42,13 +42,20 @@ def _count(n: int, noun: str) -> str:
 
 def answer_paragraphs(text: str) -> list[str]:
     """A Markdown or plain-text answer as paragraphs: blocks separated by blank lines, lines
-    of a block joined by a space, a heading's leading ``#`` marks dropped (rendered escaped;
-    no other markup is interpreted)."""
+    of a block joined by a space; a list item (``- ``, ``1. ``) starts its own paragraph; a
+    heading's leading ``#`` marks, HTML comments and the emphasis and code marks ``**``, ``*``,
+    ``` ` ``` are dropped (the text is rendered escaped; no other markup is interpreted)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     blocks: list[str] = []
     current: list[str] = []
     for line in text.splitlines():
-        if line.strip():
-            current.append(re.sub(r"^#{1,6}\s+", "", line.strip()))
+        line = line.strip()
+        if line and current and re.match(r"^(?:[-*]|\d+\.)\s", line):
+            blocks.append(" ".join(current))
+            current = []
+        if line:
+            line = re.sub(r"^#{1,6}\s+", "", line)
+            current.append(re.sub(r"\*\*|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])", "", line))
         elif current:
             blocks.append(" ".join(current))
             current = []
