@@ -209,11 +209,19 @@ def _internal_error(exc: BaseException) -> int:
     return 1
 
 
-def _end_ray() -> None:
-    """Stop the Ray runtime a command used, here rather than in ``atexit`` (where a Ctrl-C or
-    SIGTERM prints a traceback and exits 0 or crashes): a signal during it is acted on after
-    it (``engines.ray.runtime.shutdown``). Nothing when Ray was not imported."""
-    if "ray" in sys.modules:
+def _ray_up() -> bool:
+    """Whether this process is connected to Ray (never imports it)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
+
+
+def _end_ray(was_up: bool) -> None:
+    """Stop the Ray runtime a command started, here rather than in ``atexit`` (where a Ctrl-C
+    or SIGTERM prints a traceback and exits 0 or crashes): a signal during it is acted on after
+    it (``engines.ray.runtime.shutdown``). Nothing when Ray was not imported, and nothing when
+    this process was already connected before the command (a caller's runtime, e.g. ``main()``
+    called from a script or a test that started Ray, stays theirs)."""
+    if not was_up and "ray" in sys.modules:
         from ..engines.ray.runtime import shutdown
 
         shutdown()
@@ -226,11 +234,12 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ray_was_up = _ray_up()
         try:
             try:
                 fn(*args, **kwargs)  # a return value would become main()'s exit code: drop it
             finally:
-                _end_ray()
+                _end_ray(ray_was_up)
             return None
         except (typer.Exit, typer.Abort, _cx.ClickException):
             raise
