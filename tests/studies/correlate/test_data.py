@@ -343,7 +343,9 @@ def test_ctrl_c_stops_the_data_workers_at_once(zoo, cache_home, tmp_path):
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
     print(f"ctrl-c to exit: {took:.2f} s")
-    assert took < 4.0, took  # the workers are stopped at once (SIGTERM, SIGKILL after 1 s)
+    # the workers are stopped at once (SIGTERM, SIGKILL after 1 s), not after their 600 s jobs;
+    # the bound leaves room for a loaded machine (this is no timing test)
+    assert took < 60.0, took
     workers = [int(p.name.split("-")[1]) for p in marks.glob("busy-*")]
     deadline = time.monotonic() + 10
     while True:
