@@ -27,15 +27,15 @@ def test_terminal_table_cells_show_escapes_not_obey_them() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from specbound.report.terminal import escape
+    from specbound.report.terminal import shown
 
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False, color_system=None)
     t = Table()
     t.add_column("model")
-    t.add_row(escape(NASTY))
+    t.add_row(shown(NASTY))
     console.print(t)
-    console.print(f"[bold]{escape(NASTY)}[/bold]", highlight=False)
+    console.print(f"[bold]{shown(NASTY)}[/bold]", highlight=False)
     text = buf.getvalue()
     assert not any(c in text for c in "\x1b\x07\r\x9b\x7f")
     assert text.count("runs/m\\x1b[2J\\x1b[31mred\\x07\\r\\x9b[0m\\x7f[bold]x[/bold]") == 2

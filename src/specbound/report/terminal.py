@@ -108,12 +108,12 @@ def answer_lines(a: Analysis) -> list[str]:
     return [ceiling_sentence(a), PROXY_CAVEAT]
 
 
-def escape(text: Any) -> str:
+def shown(text: Any) -> str:
     """``text`` safe to print through rich: no markup is interpreted, and control characters
     (ANSI escapes in a model path) are shown escaped (:func:`specbound.naming.printable`)."""
-    from rich.markup import escape as _escape
+    from rich.markup import escape as _rich_markup_safe
 
-    return _escape(printable(text, layout=True))
+    return _rich_markup_safe(printable(text, layout=True))
 
 
 def wrap_name(name: str, width: int) -> str:
@@ -169,11 +169,11 @@ def print_measures(console: Any, a: Analysis) -> None:
     registered = set(measure_names())
     for name, v in values.items():
         text = get_measure(name).description if name in registered else ""
-        t.add_row(escape(name), _short(v), escape(text))
+        t.add_row(shown(name), _short(v), shown(text))
     console.print(t)
     for name, note in notes.items():
         if note:
-            console.print(f"  [dim]{escape(name)}:[/dim] {escape(note)}", highlight=False)
+            console.print(f"  [dim]{shown(name)}:[/dim] {shown(note)}", highlight=False)
 
 
 def htsr_fit_sentence(a: Analysis) -> str | None:
@@ -205,7 +205,7 @@ def print_htsr_fits(console: Any, a: Analysis) -> None:
     text = htsr_fit_sentence(a)
     if text is None:
         return
-    console.print(escape(text), highlight=False)
+    console.print(shown(text), highlight=False)
     cols = a.weight_columns()
     bad = [i for i, v in enumerate(cols["htsr_fit"]) if v != "ok"]
     if not bad:
@@ -219,11 +219,11 @@ def print_htsr_fits(console: Any, a: Analysis) -> None:
         tail = cols["htsr_num_tail"][i]
         t.add_row(
             str(int(cols["layer"][i])),
-            escape(cols["role"][i]),
+            shown(cols["role"][i]),
             spec(al, ".3g"),
             "" if tail is None else str(tail),
-            escape(cols["htsr_fit"][i]),
-            escape(cols["htsr_fit_reason"][i]),
+            shown(cols["htsr_fit"][i]),
+            shown(cols["htsr_fit_reason"][i]),
         )
     console.print(t)
     if len(bad) > 8:
@@ -247,7 +247,7 @@ def print_headroom(console: Any, a: Analysis, layer_cols: dict[str, np.ndarray])
         vals = [float(layer_cols[f"adaptive_headroom_min_{m}"][l]) for m in MATRIX_TYPES]
         t.add_row(str(l), *[f"{v:.3g}" if math.isfinite(v) else "undefined" for v in vals])
     console.print(t)
-    console.print(escape(sentence), highlight=False)
+    console.print(shown(sentence), highlight=False)
 
 
 def print_summary(
@@ -261,10 +261,10 @@ def print_summary(
     console = _console(width)
     s = a.spec
     first, caveat = answer_lines(a)
-    console.print(f"[bold]{escape(first)}[/bold]", highlight=False)
-    console.print(f"[dim]{escape(caveat)}[/dim]", highlight=False)
+    console.print(f"[bold]{shown(first)}[/bold]", highlight=False)
+    console.print(f"[dim]{shown(caveat)}[/dim]", highlight=False)
     console.print(
-        f"[bold]{escape(short_path(a.model, 40))}[/bold]  {s.architecture}  L={s.num_layers} "
+        f"[bold]{shown(short_path(a.model, 40))}[/bold]  {s.architecture}  L={s.num_layers} "
         f"N={s.hidden_size} H={s.num_heads} d_h={s.head_dim} F={s.intermediate_size}  "
         f"grid m={a.grid_m} L_phi={a.l_phi:g}" + ("  (spectra from cache)" if a.from_cache else ""),
         highlight=False,
@@ -299,7 +299,7 @@ def print_summary(
         pt.add_row(m, *[str(int(np.sum(a.details.p_star[sel] == p))) for p in used])
     console.print(pt)
     console.print(
-        escape(explain_p(a.details.p_star, a)) + f" Grid: {grid.size} points in [0, 2].",
+        shown(explain_p(a.details.p_star, a)) + f" Grid: {grid.size} points in [0, 2].",
         highlight=False,
     )
 
@@ -335,13 +335,13 @@ def print_summary(
     print_measures(console, a)
     print_htsr_fits(console, a)
     for note in a.adaptations:
-        console.print(f"[yellow]adaptation:[/yellow] {escape(note)}", highlight=False)
+        console.print(f"[yellow]adaptation:[/yellow] {shown(note)}", highlight=False)
     if out is not None:
         weights_csv = " weights.csv," if a.weight_spectra is not None else ""
         files = f"summary.json, matrices.csv, layers.csv,{weights_csv} spectra.npz"
         if report:
             files += ", report.html, figures/"
-        console.print(f"wrote {escape(short_path(out, 40))}/: {files}", highlight=False)
+        console.print(f"wrote {shown(short_path(out, 40))}/: {files}", highlight=False)
 
 
 def print_study(
@@ -379,7 +379,7 @@ def print_study(
         if c in m.columns:
             t.add_column("p*=" + c[-1], justify="right", no_wrap=True)
     for name, r in zip(names, m.to_dict("records"), strict=True):
-        row = [escape(wrap_name(name, name_width)), str(r["num_layers"]), str(r["hidden_size"])]
+        row = [shown(wrap_name(name, name_width)), str(r["num_layers"]), str(r["hidden_size"])]
         row += [_short(None if r[c] is None else float(r[c])) for c, _n in measure_cols]
         row += [f"{r[c]:.0%}" for c in ("share_p0", "share_p2") if c in m.columns]
         t.add_row(*row)
@@ -399,7 +399,7 @@ def print_study(
             )
         for r in pooled.to_dict("records"):
             gt.add_row(
-                escape(wrap_name(str(r[name_col]), 20)),
+                shown(wrap_name(str(r[name_col]), 20)),
                 AXIS_SYMBOL.get(r["axis"], r["axis"]),
                 _short(r["exponent"]),
                 _short(r["exponent_se"], ".2g"),
@@ -412,14 +412,14 @@ def print_study(
         v = growth_verdict(g, axis) if len(g) else None
         if v is not None:
             console.print(
-                f"[bold]against {AXIS_SYMBOL[axis]}:[/bold] {escape(v.sentence)}", highlight=False
+                f"[bold]against {AXIS_SYMBOL[axis]}:[/bold] {shown(v.sentence)}", highlight=False
             )
             for note in v.interaction:
-                console.print(f"  [yellow]{escape(note)}[/yellow]", highlight=False)
+                console.print(f"  [yellow]{shown(note)}[/yellow]", highlight=False)
     if out is not None:
         files = "models.csv, growth.csv"
         if getattr(study, "skipped", None):
             files += ", skipped.csv"
         if report:
             files += ", report.html, figures/"
-        console.print(f"wrote {escape(short_path(out, 40))}/: {files}", highlight=False)
+        console.print(f"wrote {shown(short_path(out, 40))}/: {files}", highlight=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..naming import short_path
 from .numbers import UNDEFINED, fixed, is_undefined, sig_small, spec
-from .terminal import _console, _title, escape, wrap_name
+from .terminal import _console, _title, shown, wrap_name
 
 
 def _f3(v: Any) -> str:
@@ -51,7 +51,7 @@ def _correlation_table(rows: list[Any], stacked: bool, name_width: int) -> Any:
         psi, psi_i = _f3(r.psi), _interval(r.psi_low, r.psi_high)
         cells = [f"{tau}\n{tau_i}", f"{psi}\n{psi_i}"] if stacked else [tau, tau_i, psi, psi_i]
         t.add_row(
-            escape(wrap_name(str(r.measure), name_width)),
+            shown(wrap_name(str(r.measure), name_width)),
             str(r.n_models),
             *cells,
             _f3(r.sign_error_robust),
@@ -87,11 +87,11 @@ def _primary_table(rows: list[dict[str, Any]]) -> Any:
     t.add_column("verdict", no_wrap=False)
     for r in rows:
         t.add_row(
-            escape(str(r["contrast"])),
+            shown(str(r["contrast"])),
             f"{_sig(r['delta'])}\n[{_sig(r['low'])}, {_sig(r['high'])}]",
             f"{_sig(r['p'])}\n{_sig(r['p_holm'])}",
             f"{int(r['B']):,}",
-            escape(str(r["verdict"])),
+            shown(str(r["verdict"])),
         )
     return t
 
@@ -110,7 +110,7 @@ def print_primary(result: Any, console: Any) -> None:
         console.print(_primary_table(prim))
         for r in prim:
             console.print(
-                escape(f"{r['contrast']} = {r['measure']} − {r['versus']}: {r['evidence']}"),
+                shown(f"{r['contrast']} = {r['measure']} − {r['versus']}: {r['evidence']}"),
                 highlight=False,
             )
     expl = d[d["family"] != "primary"]
@@ -118,7 +118,7 @@ def print_primary(result: Any, console: Any) -> None:
         counts = expl["verdict"].value_counts()
         said = ", ".join(f"{int(n)} {w}" for w, n in counts.items())
         console.print(
-            escape(f"exploratory ({len(expl)} rows, BH q-values; not claims): {said}"),
+            shown(f"exploratory ({len(expl)} rows, BH q-values; not claims): {said}"),
             highlight=False,
         )
 
@@ -135,7 +135,7 @@ def print_correlation(result: Any, out: Path | None = None, width: int | None = 
     longest = max((len(str(r.measure)) for r in rows), default=7)
     answer = correlation_answer(result)
     if answer:
-        console.print(f"[bold]{escape(answer)}[/bold]", highlight=False)
+        console.print(f"[bold]{shown(answer)}[/bold]", highlight=False)
     _title(console, f"correlation ({len(result.models)} models)")
     table = _correlation_table(rows, stacked=False, name_width=longest)
     if _rendered_width(table) > console.width:
@@ -148,12 +148,12 @@ def print_correlation(result: Any, out: Path | None = None, width: int | None = 
     missing = list(getattr(result, "missing", []) or [])
     if missing:
         console.print(
-            escape(f"missing {len(missing)} of the grid (no usable model): " + ", ".join(missing)),
+            shown(f"missing {len(missing)} of the grid (no usable model): " + ", ".join(missing)),
             highlight=False,
         )
     if out is not None:
         console.print(
-            f"wrote {escape(short_path(out, 40))}/: models.csv, correlation.csv, "
+            f"wrote {shown(short_path(out, 40))}/: models.csv, correlation.csv, "
             "differences.csv, skipped.csv, correlate.json, "
             f"figures/, report.html ({len(result.skipped)} skipped)",
             highlight=False,
@@ -184,15 +184,15 @@ def study_table(primary: Any, independent_zoos: int | None = None) -> Any:
     for r in primary.to_dict("records"):
         lo, hi = spec(r["low"], "+.3g"), spec(r["high"], "+.3g")
         t.add_row(
-            escape(str(r["contrast"])),
-            escape(Path(str(r["folder"])).name),
-            escape(
+            shown(str(r["contrast"])),
+            shown(Path(str(r["folder"])).name),
+            shown(
                 str(r["role"]) + (" (secondary)" if r.get("independence") == "secondary" else "")
             ),
             spec(r["delta"], "+.3g"),
             UNDEFINED if is_undefined(r["low"]) and is_undefined(r["high"]) else f"[{lo}, {hi}]",
             spec(r["p_holm"], ".3g"),
-            escape(
+            shown(
                 str(r["verdict"])
                 + (f" (replicated: {r['replicated']})" if _said(r["replicated"]) else "")
                 + (" (unstable over seeds)" if r.get("verdict_stable") == "no" else "")
