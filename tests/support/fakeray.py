@@ -5,7 +5,6 @@ record whether they ran to their end. ``install`` puts it in ``sys.modules`` and
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import types
@@ -26,7 +25,7 @@ def make(*, init_signal: int | None = None, shutdown_signal: int | None = None) 
         # ray.init's first act (ray/_private/worker.py): its own SIGTERM handler
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
         if init_signal is not None:
-            os.kill(os.getpid(), init_signal)
+            signal.raise_signal(init_signal)  # to this thread: handled before init goes on
         state["up"] = True
         ray.log.append("init done")
 
@@ -35,7 +34,7 @@ def make(*, init_signal: int | None = None, shutdown_signal: int | None = None) 
             return
         ray.log.append("shutdown")
         if shutdown_signal is not None:
-            os.kill(os.getpid(), shutdown_signal)
+            signal.raise_signal(shutdown_signal)  # to this thread, at once
         state["begun"] = state["up"] = False
         ray.log.append("shutdown done")
 
