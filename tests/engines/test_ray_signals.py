@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from specbound.engines.ray import runtime
-from tests.support import fakeray
+from tests.support import fakeray, procjobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,11 @@ def test_cli_exit_code_and_one_line_when_ray_starts_or_stops(where, sig, code, w
         "sys.argv[0] = 'specbound'; main()"
     )
     r = subprocess.run(
-        [sys.executable, "-c", script, "ray-probe"], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script, "ray-probe"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=procjobs.fresh_sigint,
     )
     assert r.returncode == code, r.stderr
     assert r.stderr == f"{word}\n", r.stderr

@@ -116,3 +116,11 @@ def killing_zoo_job(job):  # the signature of studies.zoo.distributed.run_job
         _die()
     assert _RUN_JOB is not None
     return _RUN_JOB(job)
+
+
+def fresh_sigint() -> None:
+    """``preexec_fn`` for a CLI child that a test interrupts: SIGINT unblocked and at its default,
+    as a shell starts a command (an earlier in-process test may leave the pytest process's SIGINT
+    blocked or ignored, and a child inherits both)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -326,7 +326,12 @@ def test_ctrl_c_stops_the_data_workers_at_once(zoo, cache_home, tmp_path):
            "--data-measures", "--data-workers", "2", "--no-cache", "--bootstrap", "200",
            "--include-unconverged"]  # fmt: skip
     env = {**os.environ, "SPECBOUND_CACHE_DIR": str(cache_home), "SPECBOUND_TEST_MARKS": str(marks)}
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    from tests.support.procjobs import fresh_sigint
+
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
+        preexec_fn=fresh_sigint,
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 240
         while len(list(marks.glob("busy-*"))) < 2:  # both workers are computing

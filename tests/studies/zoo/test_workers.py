@@ -238,7 +238,11 @@ def test_interrupt_stops_the_workers_and_leaves_no_partial_model(tmp_path, sig, 
     out = tmp_path / "z"
     cmd = [sys.executable, "-m", "specbound", "zoo", "train", "modular-addition", "--preset",
            "tiny", "--grid", str(g), "--out", str(out), "--workers", "2"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    from tests.support.procjobs import fresh_sigint
+
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=fresh_sigint
+    )
     try:
         deadline = time.monotonic() + 240
         while len(list((out / "models").glob(".*.tmp"))) < 2:  # both workers are training
