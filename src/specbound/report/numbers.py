@@ -24,6 +24,14 @@ BEYOND = "> 1.8e308"
 BEYOND_NEG = "< -1.8e308"
 
 
+def as_float(v: Any) -> float:
+    """A table cell as a float; NaN when it is no number (None, empty text, a word)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def is_undefined(v: Any) -> bool:
     """None, NaN and pandas' missing values are undefined."""
     if v is None:

@@ -15,7 +15,7 @@ from ...measures import get_measure, measure_names
 from ...naming import natural_key
 from ...studies.correlate.ceiling import CEILING_THRESHOLD
 from ...studies.correlate.stats import cell_r2
-from ..numbers import interval, is_undefined
+from ..numbers import as_float, interval, is_undefined
 from .style import (
     SMALL,
     WIDTH,
@@ -35,18 +35,11 @@ STRIPES = 0.9
 ARCHITECTURE_COLUMNS = ("depth", "width")
 
 
-def _float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def color_axis(row: Any, axes: list[str]) -> str | None:
     """The axis with the largest |psi_i| of a correlation row (None when no psi_i is defined)."""
     best, best_axis = -1.0, None
     for a in axes:
-        v = _float(row.get(f"psi_{a}"))
+        v = as_float(row.get(f"psi_{a}"))
         if not math.isnan(v) and abs(v) > best:
             best, best_axis = abs(v), a
     return best_axis
@@ -205,7 +198,7 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     ax.set_xlabel(x_label(measure) if span is None else f"{measure} (log scale)")
     ax.set_ylabel(f"gap ({result.gap})")
     tau, lo, hi = (
-        _float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
+        as_float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
     )
     iv = "" if math.isnan(lo) or math.isnan(hi) else f" {interval(lo, hi)}"
     ax.set_title(f"{measure}\ntau {tau:.2f}{iv}" if not math.isnan(tau) else measure, fontsize=12)
@@ -228,11 +221,11 @@ def tau_psi_figure(result: Correlation, out_dir: Path) -> Figure:
     sorted by tau (largest on top)."""
     plt = require_matplotlib()
     c = result.correlation.copy()
-    c["_t"] = c["kendall_tau"].map(_float)
+    c["_t"] = c["kendall_tau"].map(as_float)
     c = c.sort_values("_t", ascending=True, na_position="first", kind="stable")
     names = [str(n) for n in c["measure"]]
     y = np.arange(len(names))
-    stats = [(s, lab) for s, lab in STATS if s in c.columns and c[s].map(_float).notna().any()]
+    stats = [(s, lab) for s, lab in STATS if s in c.columns and c[s].map(as_float).notna().any()]
     fig, axs = plt.subplots(
         1,
         len(stats),
@@ -242,9 +235,9 @@ def tau_psi_figure(result: Correlation, out_dir: Path) -> Figure:
         layout="constrained",
     )
     for ax, (col, label) in zip(axs[0], stats, strict=True):
-        v = c[col].map(_float).to_numpy(float)
-        lo = c.get(f"{col}_low", c[col]).map(_float).to_numpy(float)
-        hi = c.get(f"{col}_high", c[col]).map(_float).to_numpy(float)
+        v = c[col].map(as_float).to_numpy(float)
+        lo = c.get(f"{col}_low", c[col]).map(as_float).to_numpy(float)
+        hi = c.get(f"{col}_high", c[col]).map(as_float).to_numpy(float)
         err = np.nan_to_num(np.vstack([v - lo, hi - v]))
         ax.errorbar(v, y, xerr=np.maximum(err, 0), fmt="o", color="#3b6fb6", capsize=3, ms=5)
         ax.axvline(0, color="#888", lw=0.9)

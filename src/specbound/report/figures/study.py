@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..numbers import as_float
 from .style import WIDTH, Figure, legend_below, require_matplotlib, save, styled
 
 if TYPE_CHECKING:
@@ -29,13 +30,6 @@ VERDICT_COLORS = {
 OTHER_COLOR = "#a9a9a9"
 
 
-def _float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def forest_rows(primary: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows the forest plot draws, (family, secondary), each in the table's order: a dict
     with ``label`` (``folder name · contrast``), ``delta``, ``low``, ``high`` (NaN when
@@ -45,9 +39,9 @@ def forest_rows(primary: pd.DataFrame) -> tuple[list[dict[str, Any]], list[dict[
     for r in primary.to_dict("records"):
         row = {
             "label": f"{Path(str(r.get('folder', ''))).name} · {r.get('contrast', '')}",
-            "delta": _float(r.get("delta")),
-            "low": _float(r.get("low")),
-            "high": _float(r.get("high")),
+            "delta": as_float(r.get("delta")),
+            "low": as_float(r.get("low")),
+            "high": as_float(r.get("high")),
             "verdict": str(r.get("verdict", "")),
         }
         (secondary if str(r.get("independence", "family")) == "secondary" else family).append(row)

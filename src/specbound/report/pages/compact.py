@@ -8,19 +8,12 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..html import interval
-from ..numbers import sig_small
+from ..numbers import as_float, sig_small
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ...studies.correlate.result import Correlation
-
-
-def _float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 #: A statistic or a difference on this page (3 decimals, 3 significant digits below 0.01).
@@ -38,7 +31,7 @@ def _with_interval(row: dict[str, Any], st: str) -> str:
     if st not in row:
         return ""
     lo, hi = row.get(f"{st}_low"), row.get(f"{st}_high")
-    if f"{st}_low" not in row or math.isnan(_float(row.get(st))):
+    if f"{st}_low" not in row or math.isnan(as_float(row.get(st))):
         return _sig(row.get(st))  # an undefined value has no interval to show
     return f"{_sig(row.get(st))} {interval(lo, hi, 2)}"
 
@@ -56,7 +49,7 @@ def compact_table(result: Correlation) -> pd.DataFrame:
         if "tau_fixed_n" in r:
             row["τ_n"] = _with_interval(r, "tau_fixed_n")
         if "tau_arch" in r:
-            cells, ceil = _float(r.get("tau_arch_cells")), _float(r.get("tau_arch_ceiling"))
+            cells, ceil = as_float(r.get("tau_arch_cells")), as_float(r.get("tau_arch_ceiling"))
             extra = (
                 ""
                 if math.isnan(cells)
@@ -74,7 +67,7 @@ def compact_table(result: Correlation) -> pd.DataFrame:
             row["CMI (min)"] = _with_interval(r, "cmi") + (f" ({axes})" if axes else "")
         if "sign_error_robust" in r:
             ax = _text(r.get("sign_error_robust_axis"))
-            v = _float(r.get("sign_error_robust"))
+            v = as_float(r.get("sign_error_robust"))
             row["robust sign-error"] = (
                 ax or "too few pairs" if math.isnan(v) else f"{_sig(v)} ({ax})" if ax else _sig(v)
             )

@@ -32,8 +32,8 @@ from ...studies.correlate.table import better_word, verdict
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table
-from ..numbers import spec
-from .compact import _float, _sig, _text, compact_table
+from ..numbers import as_float, spec
+from .compact import _sig, _text, compact_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +60,7 @@ PATH_COLUMNS = ("init", "init_path", "init_checkpoint")
 
 
 def _stat(row: dict[str, Any], st: str, name: str) -> str:
-    v = _float(row.get(st))
+    v = as_float(row.get(st))
     if math.isnan(v):
         return f"{name} undefined"
     v = round(v, 2) + 0.0  # never "-0.00"
@@ -71,7 +71,7 @@ def predicts(row: dict[str, Any], st: str = "kendall_tau") -> str:
     """SPEC 10's words for one statistic's interval: "predicts the gap" only when the interval
     is above 0, "the wrong way" when below 0, otherwise "undetermined" (an interval that holds
     0 shows neither that it predicts nor that it does not)."""
-    lo, hi = _float(row.get(f"{st}_low")), _float(row.get(f"{st}_high"))
+    lo, hi = as_float(row.get(f"{st}_low")), as_float(row.get(f"{st}_high"))
     if math.isnan(lo) or math.isnan(hi):
         return "is undetermined (no interval)"
     if lo > 0:
@@ -116,7 +116,7 @@ def differences_sentences(result: Correlation, measure: str) -> list[str]:
         return []
     out = []
     for r in d[d["measure"] == measure].to_dict("records"):
-        lo, hi, delta = _float(r["low"]), _float(r["high"]), _float(r["delta"])
+        lo, hi, delta = as_float(r["low"]), as_float(r["high"]), as_float(r["delta"])
         if math.isnan(delta):
             continue
         if isinstance(r.get("verdict"), str) and r["verdict"]:
@@ -148,9 +148,9 @@ def confound_sentence(result: Correlation, rows: dict[str, Any]) -> str:
             "The training-set size n is the same for every model (or unknown), so sample size "
             "cannot explain the ranking; τ at fixed n is undefined and τ is the statistic."
         )
-    ss = _float(rows["sample_size_only"].get("kendall_tau"))
+    ss = as_float(rows["sample_size_only"].get("kendall_tau"))
     weight = {
-        k: _float(r.get("kendall_tau"))
+        k: as_float(r.get("kendall_tau"))
         for k, r in rows.items()
         if k not in BASELINES and not k.endswith("sqrt_n")
     }
@@ -197,7 +197,7 @@ def answer_context(result: Correlation, study_href: str | None = None) -> dict[s
     if OWN in rows:
         r = rows[OWN]
         lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')})"
-        if math.isnan(_float(r.get("tau_fixed_n"))):
+        if math.isnan(as_float(r.get("tau_fixed_n"))):
             lead += "; τ at fixed n is undefined"
         else:
             lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
@@ -213,9 +213,9 @@ def answer_context(result: Correlation, study_href: str | None = None) -> dict[s
     ]
     best_rows = []
     for st, label in (("psi", "granulated Kendall Ψ"), ("kendall_tau", "Kendall τ")):
-        if st not in c.columns or not c[st].map(_float).notna().any():
+        if st not in c.columns or not c[st].map(as_float).notna().any():
             continue
-        best = str(c.loc[c[st].map(_float).idxmax(), "measure"])
+        best = str(c.loc[c[st].map(as_float).idxmax(), "measure"])
         said = [x for x in differences_sentences(result, best) if f" on {st}:" in x]
         text = f"{_stat(rows[best], st, label.split()[-1])}; the largest point value"
         if said:
