@@ -23,6 +23,7 @@ from .errors import Param, SpecboundError
 from .io import output_dir
 from .io.checkpoint import load_checkpoint
 from .io.files import json_safe
+from .io.outdir import local_inputs
 from .linalg import cache as spectra_cache
 from .linalg.model import (
     DEVICE,
@@ -120,6 +121,9 @@ class Analysis:
     weight_spectra: WeightSpectra | None = None  # SPEC 9's raw weight matrices
     distance_init: np.ndarray | None = None  # ||W - W0||_F^2 per raw weight (with an init)
     measure_choice: list[str] | None = None  # None: every registered measure
+    #: The local paths read (the checkpoint, the init): ``to_dir`` never writes over, inside
+    #: or around them (``io.outdir.check_output_dir``); () for an in-memory model.
+    inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         d = self.details
@@ -364,13 +368,14 @@ class Analysis:
     def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
         """Write summary.json, matrices.csv, layers.csv, weights.csv (when the raw-weight spectra
         were computed) and spectra.npz through ``io.output_dir`` (atomic; refuses a directory
-        specbound did not write).
+        specbound did not write, or one that is, lies inside or contains ``inputs``, the
+        checkpoint analyzed).
 
         ``extra(tmp)`` may add files (a report, figures) to the same atomic write. Missing
         (non-finite) cells are written empty; summary.json is strict JSON (no NaN/Infinity).
         """
         summary = json.dumps(self.summary(), indent=2, allow_nan=False) + "\n"
-        with output_dir(path) as tmp:
+        with output_dir(path, inputs=self.inputs) as tmp:
             (tmp / "summary.json").write_text(summary)
             self.matrices.to_csv(tmp / "matrices.csv", index=False, float_format="%.17g")
             self.layers.to_csv(tmp / "layers.csv", index=False, float_format="%.17g")
@@ -482,4 +487,5 @@ def analyze(
         weights,
         distance,
         choice,
+        local_inputs(ckpt.path, init),
     )

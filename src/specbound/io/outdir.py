@@ -124,6 +124,14 @@ def _read_manifest(d: Path) -> dict[str, Any] | None:
     return data
 
 
+def local_inputs(*given: Any) -> tuple[str, ...]:
+    """The paths among ``given`` (str or ``os.PathLike``; hub ids, modules and state dicts are
+    dropped by :func:`check_output_dir`, which skips what is not on disk), made absolute now so
+    that a later ``chdir`` does not change them: what a library result records as its inputs,
+    for its ``to_dir`` to pass to :func:`output_dir`."""
+    return tuple(os.path.abspath(g) for g in given if isinstance(g, (str, os.PathLike)))
+
+
 def check_output_dir(
     path: str | os.PathLike[str],
     *,
@@ -465,6 +473,7 @@ __all__ = [
     "atomic_file",
     "check_output_dir",
     "check_output_file",
+    "local_inputs",
     "output_dir",
     "sweep_stale",
 ]

@@ -135,10 +135,11 @@ class Study:
     def to_dir(self, path: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
         """Write primary.csv, exploratory.csv and study.json (``summary()`` less ``primary``,
         which primary.csv holds) into ``path`` through ``io.output_dir`` (one atomic write;
-        refuses a folder specbound did not write). ``extra(tmp)`` may add files to the same
+        refuses a folder specbound did not write, and one that is, lies inside or contains one
+        of ``folders``, the correlate folders it read). ``extra(tmp)`` may add files to the same
         write, e.g. ``lambda tmp: report.pages.study.write_report(result, tmp)`` for report.html
         (the CLI does this)."""
-        with output_dir(path) as tmp:
+        with output_dir(path, inputs=self.folders) as tmp:
             tmp = Path(tmp)
             self.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
             self.exploratory.to_csv(tmp / "exploratory.csv", index=False, float_format="%.17g")

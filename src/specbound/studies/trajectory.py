@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import SpecboundError
 from ..io import output_dir
 from ..io.files import json_safe
+from ..io.outdir import local_inputs
 from ..track import (
     ANALYSIS_COLUMNS,
     BASE_COLUMNS,
@@ -35,7 +36,7 @@ from ..track import (
     computed_columns,
     half_change_step,
 )
-from ..track.trackfile import TRACK_CSV, read_track
+from ..track.trackfile import TRACK_CSV, TRACK_JSON, read_track
 from .gap import normalize_kind, resolve_gap
 
 if TYPE_CHECKING:
@@ -139,6 +140,9 @@ class Trajectory:
 
     rows: pd.DataFrame
     gap_kind: str = "auto"
+    #: The files read (track.csv, track.json): ``to_dir`` never writes over or around them (a
+    #: folder inside the tracker's folder is fine, the tracker's folder is not).
+    inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def milestones(self) -> pd.DataFrame:
         """When each series moved (:func:`milestones` of ``rows`` with ``gap_kind``)."""
@@ -154,8 +158,9 @@ class Trajectory:
         """Write the validated rows as track.csv into ``path`` through ``io.output_dir`` (one
         atomic write; refuses a folder specbound did not write). ``extra(tmp)`` may add files
         to the same write, e.g. ``lambda tmp: report.pages.trajectory.write_report(t, tmp)``
-        for figures/ and report.html (the CLI does this)."""
-        with output_dir(path) as tmp:
+        for figures/ and report.html (the CLI does this). Refused (SpecboundError): a ``path``
+        that is or contains one of ``inputs``."""
+        with output_dir(path, inputs=self.inputs) as tmp:
             tmp = Path(tmp)
             self.rows.to_csv(tmp / TRACK_CSV, index=False, float_format="%.17g")
             if extra is not None:
@@ -171,7 +176,9 @@ def read_trajectory(track: str | Path, gap_kind: str = "auto") -> Trajectory:
     track_gap(df, gap_kind)
     if not measure_columns(df):
         raise SpecboundError("track.csv holds no measure values to plot")
-    return Trajectory(df, gap_kind)
+    d = Path(track)
+    read = [d / TRACK_CSV, d / TRACK_JSON] if d.is_dir() else [d]
+    return Trajectory(df, gap_kind, local_inputs(*read))
 
 
 @dataclass(frozen=True)

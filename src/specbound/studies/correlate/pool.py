@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import Param, SpecboundError
+from ...io.outdir import local_inputs
 from .. import readback as R
 from . import table as T
 from .ceiling import CEILING_COLUMNS, rank_ceiling
@@ -57,6 +58,8 @@ class Part:
     notes: list[str] = field(default_factory=list)
     #: The manifest the zoo was read from (a correlate folder's: the one it records).
     manifest: str = ""
+    #: What ``Correlation.inputs`` of the pool holds for this part (that field's doc).
+    inputs: tuple[str, ...] = ()
 
 
 def is_result_folder(path: str | Path) -> bool:
@@ -83,6 +86,7 @@ def part_of(result: Correlation, name: str | None = None) -> Part:
         result.include_unconverged,
         list(result.missing),
         manifest=str(result.manifest),
+        inputs=tuple(result.inputs),
     )
 
 
@@ -138,6 +142,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         missing,
         notes,
         manifest,
+        local_inputs(grid) if grid is not None else (),
     )
 
 
@@ -256,6 +261,7 @@ def pool(
         primary_statistic=tables.primary_statistic,
         primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
+        inputs=tuple(dict.fromkeys(i for q in parts for i in q.inputs)),
     )
 
 

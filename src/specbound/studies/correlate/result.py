@@ -107,6 +107,10 @@ class Correlation:
     zoos: list[str] = field(default_factory=list)
     #: Models whose data measures failed (in ``skipped``; the CLI exits 1 when any did).
     data_failed: list[str] = field(default_factory=list)
+    #: The zoos read (their folders, manifests, grids; ``io.outdir.local_inputs``): ``to_dir``
+    #: never writes over, inside or around them. A correlate folder re-evaluated (``pool`` of
+    #: ``read_part``) is read whole and is no input: ``to_dir`` may replace it in place.
+    inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def primary(self) -> pd.DataFrame | None:
@@ -180,9 +184,9 @@ class Correlation:
     def to_dir(self, out: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
         """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json
         into ``out`` through ``io.output_dir`` (atomic; refuses a directory specbound did not
-        write). ``extra(tmp)`` may add files (figures/, report.html) to the same atomic write.
-        Returns ``out`` as a Path."""
-        with output_dir(out) as tmp:
+        write, or one that is, lies inside or contains one of ``inputs``). ``extra(tmp)`` may
+        add files (figures/, report.html) to the same atomic write. Returns ``out`` as a Path."""
+        with output_dir(out, inputs=self.inputs) as tmp:
             write_tables(self, tmp)
             if extra is not None:
                 extra(Path(tmp))

@@ -21,6 +21,7 @@ import numpy as np
 from ...engines import resolve
 from ...engines.sweep import analyze_models
 from ...errors import SpecboundError
+from ...io.outdir import local_inputs
 from ...measures import get_measure, measure_names
 from ...validation import WORKERS, check_param
 from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
@@ -167,7 +168,8 @@ def correlate(
     if data_measures:
         _data_stage(prep, swept, cache, device, on_data)
     default_axes = axes is None and not isinstance(zoo, M.Zoo)
-    return _assemble(prep, swept, include_unconverged, default_axes)
+    inputs = local_inputs(zoo, prep.zoo.manifest)  # the zoo as given (folder or manifest)
+    return _assemble(prep, swept, include_unconverged, default_axes, inputs)
 
 
 # --- the stages --------------------------------------------------------------------------------
@@ -356,7 +358,11 @@ def _data_stage(
 
 
 def _assemble(
-    prep: _Prepared, swept: _Swept, include_unconverged: bool, default_axes: bool
+    prep: _Prepared,
+    swept: _Swept,
+    include_unconverged: bool,
+    default_axes: bool,
+    inputs: tuple[str, ...] = (),
 ) -> Correlation:
     """The models table in its column order, the SPEC 10 tables, the notes, the Correlation."""
     import pandas as pd
@@ -418,6 +424,7 @@ def _assemble(
         missing=missing,
         primary_statistic=tables.primary_statistic,
         primary_bootstrap=tables.primary_bootstrap,
+        inputs=inputs,
         data_failed=swept.data_failed,
     )
 

@@ -23,6 +23,7 @@ from ...engines.sweep import analyze_models
 from ...errors import SpecboundError
 from ...io import output_dir
 from ...io.files import json_safe
+from ...io.outdir import local_inputs
 from ...linalg.model import DEVICE
 from ...measures.bounds import GRID_M, L_PHI
 from ...validation import Boolean, PathLike, Text, validate_params
@@ -101,6 +102,9 @@ class Study:
     title: str = "Scaling study"
     #: (model, reason) for each model that could not be analyzed (bad input) and was left out.
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: The local model paths given (``io.outdir.local_inputs``): ``to_dir`` never writes over,
+    #: inside or around them.
+    inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def verdict(self) -> list[str]:
         """The study's answer in plain sentences, caveats included (``verdict.study_verdict``):
@@ -141,7 +145,7 @@ class Study:
 
         import pandas as pd
 
-        with output_dir(path) as tmp:
+        with output_dir(path, inputs=self.inputs) as tmp:
             self.models.to_csv(tmp / "models.csv", index=False, float_format="%.17g")
             self.growth.to_csv(tmp / "growth.csv", index=False, float_format="%.17g")
             if self.skipped:
@@ -250,4 +254,5 @@ def scale(
         missing=list(missing),
         title=title,
         skipped=skipped,
+        inputs=local_inputs(*models),
     )
