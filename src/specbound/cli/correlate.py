@@ -153,7 +153,6 @@ def correlate(
         from ..studies.correlate.data import default_workers
 
         data_workers = default_workers(device)
-    require_matplotlib()
     # every input: zoos or correlate folders, --manifest, --grid; a single correlate folder may
     # be re-evaluated in place (--out equal to it): it is read whole before the write
     check_output_dir(
@@ -161,6 +160,11 @@ def correlate(
         inputs=[*zoos, *([manifest] if manifest is not None else []), *(grid or [])],
         replaces=folders[0] if len(folders) == 1 else None,
     )
+    parts = None
+    if folders:  # read (and checked) now: cheap, and a bad input is told before the extra
+        given: list[Path | None] = list(grid) if grid else [None] * len(folders)
+        parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
+    require_matplotlib()  # after the cheap input checks; a zoo's manifest is read by the run
 
     def note(i: int, n: int, name: str, error: str | None) -> None:
         if not quiet:
@@ -184,9 +188,7 @@ def correlate(
         on_data=None if quiet else progress_line,
         primary=primary,
     )
-    if folders:
-        given: list[Path | None] = list(grid) if grid else [None] * len(folders)
-        parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
+    if parts is not None:
         result = P.pool(parts, bootstrap=bootstrap, seed=seed, primary=primary)
         lost: list[str] = []
     elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them

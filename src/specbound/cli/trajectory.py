@@ -33,10 +33,10 @@ def trajectory_command(
     from ..studies.trajectory import read_trajectory
 
     formats = check_figure_formats(figure_formats)
-    require_matplotlib()
     # the files it reads (a report folder inside the tracker's folder is fine; the folder is not)
     check_output_dir(out, inputs=[track / "track.csv", track / "track.json"])
-    result = read_trajectory(track, gap)
+    result = read_trajectory(track, gap)  # the input checked (cheap) before the extra
+    require_matplotlib()
     result.to_dir(out, extra=lambda tmp: write_report(result, tmp, figure_formats=formats))
     if as_json:
         print_json({"report": str(out / "report.html"), **result.summary()})
