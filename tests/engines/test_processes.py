@@ -12,6 +12,7 @@ import functools
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -233,3 +234,45 @@ def test_a_worker_that_cannot_start_gives_its_job_back(monkeypatch):
         got = _run(pid_of_worker, list(range(5)), workers=3, here=here)
         assert sorted(job for job, _ in got) == list(range(5))
         assert {pid for _, pid in got} == {os.getpid()}
+
+
+_SPAWN_MASKS = """
+import json, signal, sys
+import multiprocessing.util as util
+seen = []
+spawn = util.spawnv_passfds
+def recording(path, args, passfds):
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    seen.append(["--multiprocessing-fork" in args, signal.SIGINT in mask])
+    return spawn(path, args, passfds)
+util.spawnv_passfds = recording
+from specbound.engines.processes import ProcessEngine, ProcessOptions
+from tests.support.procjobs import square
+before = signal.pthread_sigmask(signal.SIG_BLOCK, []), signal.getsignal(signal.SIGINT)
+if __name__ == "__main__":
+    out = list(ProcessEngine(ProcessOptions(workers=2)).map(square, [1, 2, 3]))
+    after = signal.pthread_sigmask(signal.SIG_BLOCK, []), signal.getsignal(signal.SIGINT)
+    print(json.dumps({"seen": seen, "same": before == after, "n": len(out)}))
+"""
+
+
+def test_every_worker_is_spawned_with_sigint_blocked_the_first_included(tmp_path):
+    """In a fresh interpreter (no resource tracker running yet): the first spawn starts
+    multiprocessing's resource tracker, which unblocks SIGINT after starting it; the worker
+    spawned next must still get SIGINT blocked (a Ctrl-C during its imports would print its
+    traceback), and the map leaves this process's SIGINT mask and handler as it found them."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "masks.py"
+    script.write_text(_SPAWN_MASKS)
+    r = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    workers = [blocked for is_worker, blocked in got["seen"] if is_worker]
+    assert workers == [True, True] and got["n"] == 3
+    assert got["same"]

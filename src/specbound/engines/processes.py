@@ -165,6 +165,12 @@ class _Worker:
     """One spawned process and the parent's end of its pipe."""
 
     def __init__(self, ctx: Any, warm: Callable[[], Any] | None = None) -> None:
+        from multiprocessing import resource_tracker
+
+        # the first spawn starts multiprocessing's resource tracker, which unblocks SIGINT once
+        # it started it (SIG_UNBLOCK, not the mask it found): started first, outside the block,
+        # it cannot unblock SIGINT for the worker spawned inside
+        resource_tracker.ensure_running()
         parent, child = ctx.Pipe()
         with _sigint_blocked():
             self.proc = ctx.Process(target=_serve, args=(child, warm), daemon=True)
