@@ -5,6 +5,7 @@ writer as a fixture (``tiny_bert``; the function itself is
 from __future__ import annotations
 
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,37 @@ settings.load_profile(hypothesis_profile())
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SPECBOUND_CACHE_DIR", str(tmp_path_factory.mktemp("sbcache")))
+
+
+def _sigint_state() -> tuple[Any, bool, bool]:
+    """(Python's SIGINT handler, SIGINT blocked in this thread, SIGINT ignored by the process
+    as the kernel has it: a C library can set SIG_IGN behind Python's back). A child started
+    from here inherits the last two (``procjobs.fresh_sigint``)."""
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    ignored = False
+    try:
+        with open("/proc/self/status") as f:  # the main thread's view (pytest runs there)
+            for line in f:
+                if line.startswith("SigIgn:"):
+                    ignored = bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except OSError:  # no /proc: Python's view only
+        pass
+    return signal.getsignal(signal.SIGINT), blocked, ignored
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found():
+    """Every test leaves SIGINT's handler, mask and disposition as it found them: the library
+    restores what it changes (``engines.processes``, ``engines.ray.runtime``), and a test that
+    changes them restores them, so no later test's child inherits SIGINT blocked or ignored."""
+    before = _sigint_state()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    yield
+    after = _sigint_state()
+    if after != before:  # put back (one offender, one error), then fail
+        signal.signal(signal.SIGINT, before[0])
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    assert after == before, "this test left SIGINT changed (handler, blocked, ignored)"
 
 
 @pytest.fixture(scope="session")

@@ -120,7 +120,10 @@ def killing_zoo_job(job):  # the signature of studies.zoo.distributed.run_job
 
 def fresh_sigint() -> None:
     """``preexec_fn`` for a CLI child that a test interrupts: SIGINT unblocked and at its default,
-    as a shell starts a command (an earlier in-process test may leave the pytest process's SIGINT
-    blocked or ignored, and a child inherits both)."""
+    as an interactive shell starts a command. pytest itself may run with SIGINT ignored: a
+    non-interactive shell starts a background job (``.ci/run > log &``) with SIGINT and SIGQUIT
+    ignored (POSIX), and an ignored signal stays ignored across exec, so every child would
+    inherit it (the three Ctrl-C tests failed so in CI runs, and passed in the foreground).
+    Every test leaves SIGINT as it found it (``conftest._sigint_left_as_found``)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
