@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import SpecboundError
 from ..io import output_dir
 from ..io.files import dumps_json, json_safe
+from ..validation import Paths, validate_params
 from . import readback as R
 from .correlate import verdicts as V
 from .correlate.table import split_seeds
@@ -177,6 +178,7 @@ def _seeds(models: pd.DataFrame) -> set[str]:
     return {str(s) for s in models["seed"].dropna()}
 
 
+@validate_params({"folders": (Paths(),)})
 def study(
     folders: Sequence[str | Path],
     replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]] = (),
