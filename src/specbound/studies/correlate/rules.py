@@ -107,7 +107,7 @@ def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def _check_bootstrap(value: Any, name: str, zero: bool) -> int:
+def _bootstrap_draws(value: Any, name: str, zero: bool) -> int:
     """``value`` as an int in MIN_BOOTSTRAP..MAX_BOOTSTRAP (``verdicts.check_bootstrap``), or 0
     when ``zero`` (no intervals: point estimates only); one-line errors naming ``name``."""
     b = check_int(value, name, min=0, max=MAX_BOOTSTRAP)
@@ -118,7 +118,7 @@ def _check_bootstrap(value: Any, name: str, zero: bool) -> int:
 #: (``correlate``): an integer in MIN_BOOTSTRAP..MAX_BOOTSTRAP (protocol v3 refuses fewer).
 BOOTSTRAP = (
     Satisfies(
-        functools.partial(_check_bootstrap, zero=False),
+        functools.partial(_bootstrap_draws, zero=False),
         f"an integer in {V.MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}",
         named=True,
     ),
@@ -126,7 +126,7 @@ BOOTSTRAP = (
 #: ... and where 0 (point estimates only) is accepted too (``correlation_study``, ``pool``).
 BOOTSTRAP_OR_ZERO = (
     Satisfies(
-        functools.partial(_check_bootstrap, zero=True),
+        functools.partial(_bootstrap_draws, zero=True),
         f"0 or an integer in {V.MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}",
         named=True,
     ),

@@ -120,7 +120,7 @@ def add_bound_forms(
 # --- the driver ------------------------------------------------------------------------------
 
 
-def _check_zoo(zoo: Any, name: str) -> Any:
+def _zoo_object(zoo: Any, name: str) -> Any:
     """``zoo`` when it is a ``manifest.Zoo`` (a path is the other accepted form)."""
     if not isinstance(zoo, M.Zoo):
         raise SpecboundTypeError(
@@ -134,7 +134,7 @@ _CALLBACK = (None, IsCallable())
 
 @validate_params(
     {
-        "zoo": (PathLike(), Satisfies(_check_zoo, "a Zoo", named=True)),
+        "zoo": (PathLike(), Satisfies(_zoo_object, "a Zoo", named=True)),
         "axes": (None, Names(what="axis name")),
         "gap": GAP,
         "include_unconverged": (Boolean(),),

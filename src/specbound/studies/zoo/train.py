@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 
-def _check_ensemble(ensemble: Any, name: str) -> int | str:
+def _ensemble_size(ensemble: Any, name: str) -> int | str:
     """``"auto"`` or an integer >= 1 (a string of digits too: the CLI's ``--ensemble 4``)."""
     if isinstance(ensemble, str):
         if ensemble.strip() == "auto":
@@ -81,7 +81,7 @@ def _check_ensemble(ensemble: Any, name: str) -> int | str:
     return check_int(ensemble, name, min=1)
 
 
-def _check_device(device: Any, name: str) -> str:
+def _training_device(device: Any, name: str) -> str:
     """``cpu``, ``cuda`` or ``cuda:N`` (whether CUDA is there: checked after the arguments)."""
     if not isinstance(device, str):
         raise SpecboundTypeError(
@@ -93,7 +93,7 @@ def _check_device(device: Any, name: str) -> str:
 
 
 #: ``ensemble``'s constraints (:mod:`specbound.validation`): ``"auto"`` or an integer >= 1.
-ENSEMBLE = (Satisfies(_check_ensemble, "'auto' or an integer >= 1", named=True),)
+ENSEMBLE = (Satisfies(_ensemble_size, "'auto' or an integer >= 1", named=True),)
 
 
 def _engine(engine: Any, options: dict[str, Any] | None) -> Any:
@@ -110,7 +110,7 @@ def _engine(engine: Any, options: dict[str, Any] | None) -> Any:
         "task": (Text(),),
         "out": (PathLike(),),
         "preset": (Text(),),
-        "device": (Satisfies(_check_device, "cpu or cuda", named=True),),
+        "device": (Satisfies(_training_device, "cpu or cuda", named=True),),
         "threads": THREADS,
         "ensemble": ENSEMBLE,
         "on_model": (None, IsCallable()),
