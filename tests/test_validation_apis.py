@@ -198,3 +198,19 @@ def test_cli_refuses_with_one_error_line_naming_the_flag(tmp_path, args, flag):
     assert r.code == 2, r.err
     assert flag in r.one_error_line()
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["abc", 3, [("g", "a")], [(1, ["a", "b"], None)]])
+def test_study_refuses_malformed_replicate_groups(value):
+    from specbound.studies.multizoo import study
+
+    with pytest.raises(T, match=r"^replicates must be"):
+        study(["x"], value)
+
+
+def test_reproduce_study_is_a_choice(tmp_path):
+    from tests.support.cli_runner import run_cli
+
+    r = run_cli("reproduce", "nope", "--out", tmp_path / "o")
+    assert r.code == 2 and "STUDY" in r.one_error_line() and "bert-miniatures" in r.err
+    assert not (tmp_path / "o").exists()
