@@ -43,9 +43,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .analysis import Analysis, analyze
-from .errors import Param, SpecboundError
+from .errors import Param, SpecboundError, SpecboundValueError
 from .measures._htsr import FIT_OK
-from .validation import check_choice, check_real
+from .validation import Interval, Options, validate_params
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +82,25 @@ def _unit(q: np.ndarray) -> np.ndarray:
     return (q - lo) / (hi - lo)
 
 
+#: The parameters' constraints (:mod:`specbound.validation`), checked once at each public
+#: function's boundary: a target sparsity S in (0, 1), epsilon in [0, 1), a learning-rate
+#: factor > 0, a method of METHODS, a granularity of GRANULARITIES.
+SPARSITY = (Interval(float, 0.0, 1.0, closed="neither"),)
+EPSILON = (Interval(float, 0.0, 1.0, closed="left"),)
+LR_FACTOR = (Interval(float, 0.0, None, closed="neither"),)
+METHOD = (Options(*METHODS),)
+GRANULARITY = (Options(*GRANULARITIES),)
+_OPTIONS = {
+    "method": METHOD,
+    "sparsity": SPARSITY,
+    "epsilon": EPSILON,
+    "lr_min": LR_FACTOR,
+    "lr_max": LR_FACTOR,
+    "granularity": GRANULARITY,
+}
+
+
+@validate_params({"sparsity": SPARSITY, "epsilon": EPSILON})
 def alphapruning_sparsities(
     metric: ArrayLike,
     parameters: ArrayLike,
@@ -90,8 +109,7 @@ def alphapruning_sparsities(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ratio r, sparsity) of each matrix from its metric (NaN: not mapped, gets ``sparsity``
     and ratio NaN) and parameter count; the parameter-weighted mean sparsity is ``sparsity``."""
-    s = check_real(sparsity, "sparsity", min=0.0, max=1.0, include_min=False, include_max=False)
-    eps = check_real(epsilon, "epsilon", min=0.0, max=1.0, include_max=False)
+    s, eps = sparsity, epsilon  # checked (@validate_params)
     q = np.asarray(metric, dtype=np.float64)
     p = np.asarray(parameters, dtype=np.float64)
     mapped = np.isfinite(q)
@@ -110,14 +128,14 @@ def alphapruning_sparsities(
     return ratio, out
 
 
+@validate_params({"lr_min": LR_FACTOR, "lr_max": LR_FACTOR})
 def tempbalance_factors(
     alpha: ArrayLike, lr_min: float = DEFAULT_LR_MIN, lr_max: float = DEFAULT_LR_MAX
 ) -> np.ndarray:
     """TempBalance's ``tb_linear_map`` factor of each matrix (alpha NaN: not mapped, 1)."""
-    s1 = check_real(lr_min, "lr_min", min=0.0, include_min=False)
-    s2 = check_real(lr_max, "lr_max", min=0.0, include_min=False)
+    s1, s2 = lr_min, lr_max  # checked (@validate_params); their order is checked here
     if s2 < s1:
-        raise SpecboundError(
+        raise SpecboundValueError(
             Param("lr_max"), " must be >= ", Param("lr_min", f"{s1:g}"), f", got {s2:g}"
         )
     a = np.asarray(alpha, dtype=np.float64)
@@ -159,6 +177,7 @@ def _weight_rows(a: Analysis) -> dict[str, np.ndarray]:
     return out
 
 
+@validate_params(_OPTIONS)
 def layerwise_frame(
     a: Analysis,
     method: str,
@@ -174,8 +193,6 @@ def layerwise_frame(
     (tempbalance); ``mapped`` is False where a failed fit got the fallback value."""
     import pandas as pd
 
-    method = check_choice(method, "method", METHODS)
-    granularity = check_choice(granularity, "granularity", GRANULARITIES)
     r = _weight_rows(a)
     alpha_ok = np.where(r["ok"], r["htsr_alpha"], np.nan)
     base = {k: r[k] for k in BASE_COLUMNS}
@@ -205,6 +222,7 @@ def layerwise_frame(
     )
 
 
+@validate_params(_OPTIONS)
 def layerwise(
     model: Any,
     method: str,
@@ -218,8 +236,6 @@ def layerwise(
 ) -> pd.DataFrame:
     """``layerwise_frame`` of ``model`` (an ``Analysis``, or anything ``specbound.analyze``
     reads, with ``analyze_kw`` passed on): AlphaPruning sparsities or TempBalance factors."""
-    method = check_choice(method, "method", METHODS)
-    granularity = check_choice(granularity, "granularity", GRANULARITIES)
     a = (
         model
         if isinstance(model, Analysis)

@@ -18,8 +18,9 @@ boundary, before any work; a dataclass does the same in ``__post_init__`` with
 :func:`validate_fields`. The constraints: :class:`Interval` (int or real, open or closed ends),
 :class:`Options` (a fixed choice), :class:`Names` (a list of names; a bare string is one name,
 never its letters), :class:`Boolean`, :class:`Text`, :class:`PathLike` (never ``""``),
-:class:`IsCallable`, :class:`Satisfies` (a check function) and ``None`` (None accepted). The CLI
-does not check again: its errors are these, with flags for the parameters.
+:class:`Paths` (a list of them; a bare path is one), :class:`IsCallable`, :class:`Satisfies`
+(a check function) and ``None`` (None accepted). The CLI does not check again: its errors are
+these, with flags for the parameters.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -47,6 +49,7 @@ __all__ = [
     "Names",
     "Options",
     "PathLike",
+    "Paths",
     "Satisfies",
     "Text",
     "check_bool",
@@ -348,8 +351,6 @@ class PathLike(Constraint):
     (``""``: "the current directory" by accident) is refused."""
 
     def convert(self, value: Any, name: str) -> Any:
-        import os
-
         if not isinstance(value, str | os.PathLike):
             raise SpecboundTypeError(
                 Param(name),
@@ -361,6 +362,21 @@ class PathLike(Constraint):
 
     def __str__(self) -> str:
         return "a path"
+
+
+class Paths(Constraint):
+    """A list of paths (each a :class:`PathLike`), as a ``list``; a bare path is one path."""
+
+    def convert(self, value: Any, name: str) -> list[Any]:
+        if isinstance(value, str) or hasattr(value, "__fspath__"):
+            value = [value]
+        elif not isinstance(value, Iterable) or isinstance(value, bytes | dict):
+            what = f"{value!r} ({_type_name(value)})"
+            raise SpecboundTypeError(Param(name), f" must be a list of paths, got {what}")
+        return [PathLike().convert(v, name) for v in value]
+
+    def __str__(self) -> str:
+        return "a list of paths"
 
 
 class IsCallable(Constraint):
@@ -380,13 +396,13 @@ class IsCallable(Constraint):
 class Satisfies(Constraint):
     """What ``check(value)`` accepts: it returns the normalised value (None: the value itself)
     or raises a SpecboundError; ``words`` describe it. For the checks that need more than a
-    type and a range (a device this machine has)."""
+    type and a range (a device this machine has); ``named``: it is ``check(value, name)``."""
 
-    def __init__(self, check: Callable[[Any], Any], words: str) -> None:
-        self.check, self.words = check, words
+    def __init__(self, check: Callable[..., Any], words: str, *, named: bool = False) -> None:
+        self.check, self.words, self.named = check, words, named
 
     def convert(self, value: Any, name: str) -> Any:
-        got = self.check(value)
+        got = self.check(value, name) if self.named else self.check(value)
         return value if got is None else got
 
     def __str__(self) -> str:

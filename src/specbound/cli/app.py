@@ -124,6 +124,7 @@ FLAGS: dict[str, str] = {
     "engine": "--engine",
     "ensemble": "--ensemble",
     "gap": "--gap",
+    "gap_kind": "--gap",
     "grid": "--grid",
     "manifest": "--manifest",
     "mapping": "--mapping",

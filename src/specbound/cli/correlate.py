@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..naming import printable
-from ..validation import WORKERS, check_param
+from ..validation import check_params
 from .app import Command, app, fail, handle_errors
 from .common import clear_sweep_state, make_engine, print_json, sweep_state
 from .options import (
@@ -18,8 +18,10 @@ from .options import (
     Device,
     Engine,
     FigureFormats,
+    GapChoice,
     Json,
     NoCache,
+    PrimaryChoice,
     Quiet,
     RayAddress,
     check_figure_formats,
@@ -54,9 +56,10 @@ def correlate(
         ),
     ] = None,
     gap: Annotated[
-        str | None,
+        GapChoice | None,
         typer.Option(
             "--gap",
+            case_sensitive=False,
             help="accuracy (train-test) or loss (test-train).",
             show_default="accuracy when present",
         ),
@@ -74,7 +77,7 @@ def correlate(
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     primary: Annotated[
-        str,
+        PrimaryChoice,
         typer.Option(
             "--primary",
             help="Primary contrasts: auto (A1-A3 on tau_arch for a zoo designed for it: fixed n "
@@ -138,21 +141,19 @@ def correlate(
         )
     P.check_distinct(zoos)
     source = manifest if manifest is not None else zoos[0]
-    from ..studies.correlate.verdicts import check_bootstrap
-
-    check_bootstrap(bootstrap)  # before the engine starts: Param -> --bootstrap
-    from ..studies.correlate.table import check_primary
-
-    check_primary(primary)
+    # correlate()'s own constraints, before the engine starts and before a folder is read
+    # (pool(), the folders' path, accepts bootstrap 0 too: the command does not)
+    check_params(
+        {"bootstrap": bootstrap, "seed": seed},
+        run_correlate.parameter_constraints,  # type: ignore[attr-defined]
+    )
     if data_workers is not None and not data_measures:
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
-    if data_workers is not None:
-        check_param(data_workers, "data_workers", WORKERS)  # Param -> --data-workers
-    elif data_measures:
+    if data_workers is None:
         from ..studies.correlate.data import default_workers
 
-        data_workers = default_workers(device)
+        data_workers = default_workers(device) if data_measures else 1
     # every input: zoos or correlate folders, --manifest, --grid; a single correlate folder may
     # be re-evaluated in place (--out equal to it): it is read whole before the write
     check_output_dir(
@@ -184,7 +185,7 @@ def correlate(
         on_model=note,
         engine=eng,
         data_measures=data_measures,
-        data_workers=data_workers or 1,
+        data_workers=data_workers,
         on_data=None if quiet else progress_line,
         primary=primary,
     )

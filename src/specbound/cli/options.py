@@ -7,11 +7,17 @@ shown in ``--help`` come from here. Options used by one command only stay in its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from ..engines import engine_names
+
+#: ``--primary``'s and ``--gap``'s click choices: ``studies.correlate.verdicts.PRIMARY_CHOICES``
+#: and ``studies.gap.GAP_CHOICES``, spelled here so that ``--help`` imports no numpy
+#: (tests/test_validation_apis.py holds them equal).
+PrimaryChoice = Literal["auto", "arch", "standard"]
+GapChoice = Literal["auto", "accuracy", "acc", "loss"]
 
 #: ``--engine`` default: the first registered engine (the in-process one).
 DEFAULT_ENGINE = engine_names()[0]

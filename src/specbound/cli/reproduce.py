@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -27,7 +27,9 @@ from .scale import finish_study, run_study
 @app.command(cls=Command)
 @handle_errors
 def reproduce(
-    study_name: Annotated[str, typer.Argument(metavar="STUDY", help="bert-miniatures")],
+    study_name: Annotated[
+        Literal["bert-miniatures"], typer.Argument(metavar="STUDY", help="bert-miniatures")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("bert-miniatures"),
     local_dir: Annotated[
         Path | None,
@@ -49,8 +51,6 @@ def reproduce(
     from ..studies.scale import locate_miniatures
 
     formats = check_figure_formats(figure_formats)
-    if study_name != "bert-miniatures":
-        fail(f"unknown study '{study_name}'; available: bert-miniatures")
     if local_dir is not None and not local_dir.is_dir():
         fail(f"--local-dir {local_dir} is not a directory")
     from ..io import check_output_dir

@@ -9,7 +9,7 @@ import typer
 
 from .app import Command, app, handle_errors
 from .common import print_json
-from .options import FigureFormats, Json, check_figure_formats, out_option
+from .options import FigureFormats, GapChoice, Json, check_figure_formats, out_option
 
 
 @app.command("trajectory", cls=Command)
@@ -21,7 +21,12 @@ def trajectory_command(
     ],
     out: Path = out_option("Write report.html, figures/, track.csv."),
     gap: Annotated[
-        str, typer.Option("--gap", help="auto, acc (train-test) or loss (test-train).")
+        GapChoice,
+        typer.Option(
+            "--gap",
+            case_sensitive=False,
+            help="auto, acc (train-test) or loss (test-train).",
+        ),
     ] = "auto",
     as_json: Json = False,
     figure_formats: FigureFormats = "svg",

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import Param, SpecboundError
+from ..errors import Param, SpecboundError, SpecboundTypeError, SpecboundValueError
+from ..validation import Satisfies
 
 #: The kinds a user may choose (``auto`` picks one of the other two).
 GAP_KINDS = ("accuracy", "loss")
@@ -83,15 +84,26 @@ def _numbers(col: Any) -> np.ndarray:
 
 
 def normalize_kind(kind: str | None, name: str = "gap") -> str:
-    """``auto``, ``accuracy`` or ``loss`` from a user's spelling (None: ``auto``)."""
+    """``auto``, ``accuracy`` or ``loss`` from a user's spelling (None: ``auto``); a non-string
+    is a ``SpecboundTypeError``, an unknown kind a ``SpecboundValueError`` naming ``name``."""
     if kind is None:
         return "auto"
-    k = _ALIASES.get(str(kind).strip().lower()) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        raise SpecboundTypeError(
+            Param(name),
+            f" must be one of auto, accuracy (acc) or loss, got {kind!r} ({type(kind).__name__})",
+        )
+    k = _ALIASES.get(kind.strip().lower())
     if k is None:
-        raise SpecboundError(
+        raise SpecboundValueError(
             Param(name), f" must be one of auto, accuracy (acc) or loss, got {kind!r}"
         )
     return k
+
+
+#: A gap kind's constraints (:mod:`specbound.validation`): None (auto) or a spelling of
+#: ``GAP_CHOICES`` (any case), normalised to ``auto``, ``accuracy`` or ``loss``.
+GAP = (Satisfies(normalize_kind, "auto, accuracy (acc) or loss", named=True),)
 
 
 def resolve_gap(columns: Any, kind: str | None = "auto", *, strict: bool = True) -> Gap | None:

@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecboundError
+from ..errors import Param, SpecboundError, SpecboundTypeError
 from ..io import output_dir
 from ..io.files import dumps_json, json_safe
+from ..validation import PathLike, Paths, Satisfies, Text, validate_params
 from . import readback as R
 from .correlate import verdicts as V
 from .correlate.table import split_seeds
@@ -178,6 +179,33 @@ def _seeds(models: pd.DataFrame) -> set[str]:
     return {str(s) for s in models["seed"].dropna()}
 
 
+def _groups_of(value: Any, name: str) -> list[tuple[str, list[Any], Any]]:
+    """``replicates`` as a list of ``(name, [folders], pooled folder or None)``."""
+    try:
+        groups = [tuple(g) for g in value if not isinstance(g, str)]
+        ok = len(groups) == len(value) and all(len(g) == 3 for g in groups)
+    except TypeError:
+        ok = False
+    if isinstance(value, str) or not ok:
+        raise SpecboundTypeError(
+            Param(name), f" must be a list of (name, folders, pooled folder or None), got {value!r}"
+        )
+    return [
+        (
+            Text().convert(g, name),
+            Paths().convert(f, name),
+            None if p is None else PathLike().convert(p, name),
+        )
+        for g, f, p in groups
+    ]
+
+
+@validate_params(
+    {
+        "folders": (Paths(),),
+        "replicates": (Satisfies(_groups_of, "a list of replicate groups", named=True),),
+    }
+)
 def study(
     folders: Sequence[str | Path],
     replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]] = (),

@@ -37,7 +37,8 @@ from ..track import (
     half_change_step,
 )
 from ..track.trackfile import TRACK_CSV, TRACK_JSON, read_track
-from .gap import normalize_kind, resolve_gap
+from ..validation import PathLike, validate_params
+from .gap import GAP, resolve_gap
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,8 +59,8 @@ MILESTONE_COLUMNS = ["series", "kind", "first", "last", "half_change_step", "not
 
 def track_gap(df: pd.DataFrame, kind: str) -> Any:
     """The gap of ``kind`` (auto, acc or loss: ``studies.gap.resolve_gap``) in the columns of
-    ``df``, or None when the loop reported no such pair. An unknown ``kind`` is refused."""
-    normalize_kind(kind, "gap")
+    ``df``, or None when the loop reported no such pair. An unknown ``kind`` is refused
+    (``resolve_gap``)."""
     return resolve_gap(df.columns, kind, strict=False)
 
 
@@ -168,12 +169,12 @@ class Trajectory:
         return Path(path)
 
 
+@validate_params({"track": (PathLike(),), "gap_kind": GAP})
 def read_trajectory(track: str | Path, gap_kind: str = "auto") -> Trajectory:
     """The :class:`Trajectory` of ``track`` (a tracker's out directory or its track.csv:
     ``read_track``). Refused (one-line ``SpecboundError``): an unknown ``gap_kind``, a file
-    with no measure value to plot."""
+    with no measure value to plot. The arguments are checked first (``@validate_params``)."""
     df = read_track(track)
-    track_gap(df, gap_kind)
     if not measure_columns(df):
         raise SpecboundError("track.csv holds no measure values to plot")
     d = Path(track)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundError
 from ...io.outdir import local_inputs
+from ...validation import validate_params
 from .. import readback as R
 from . import table as T
 from .ceiling import CEILING_COLUMNS, rank_ceiling
@@ -210,6 +211,9 @@ def _check_no_model_twice(parts: Sequence[Part]) -> None:
         seen.update({k: (n, q.source) for k, n in mine.items()})
 
 
+@validate_params(
+    {"bootstrap": T.BOOTSTRAP_OR_ZERO, "seed": T.SEED, "level": T.LEVEL, "primary": T.PRIMARY}
+)
 def pool(
     parts: Sequence[Part],
     *,
@@ -220,8 +224,8 @@ def pool(
 ) -> Correlation:
     """SPEC 10 over the models of every part (module doc). Parts must agree on task, axes and
     gap, and hold no model twice (``_check_no_model_twice``); measures are those every part has
-    (the others are dropped with a note). ``primary``: as ``correlate``'s
-    (``table.check_primary``)."""
+    (the others are dropped with a note). ``bootstrap``, ``seed``, ``level``, ``primary``: as
+    ``table.correlation_study``'s (checked first, ``@validate_params``)."""
     if not parts:
         raise SpecboundError("pool needs at least one zoo")
     first = parts[0]

@@ -4,6 +4,7 @@ Split from :mod:`.table` (which re-exports every name) to keep each module one j
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
-from ...validation import check_int, check_real
+from ...validation import Interval, Options, Satisfies, check_int
 from . import stats as S
 from . import verdicts as V
 
@@ -106,17 +107,36 @@ def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def check_bootstrap_and_seed(
-    bootstrap: Any, seed: Any, *, allow_none: bool = True
-) -> tuple[int, int]:
-    """``bootstrap`` and ``seed`` >= 0 as ints (one-line errors): ``bootstrap`` is 0 (no
-    intervals: point estimates only, when ``allow_none``) or in MIN_BOOTSTRAP..MAX_BOOTSTRAP
-    (protocol v3 refuses fewer than 200 draws)."""
-    b = check_int(bootstrap, "bootstrap", min=0, max=MAX_BOOTSTRAP)
-    if b != 0 or not allow_none:
-        V.check_bootstrap(b)
-    s = check_int(seed, "seed", min=0)
-    return b, s
+def _bootstrap_draws(value: Any, name: str, zero: bool) -> int:
+    """``value`` as an int in MIN_BOOTSTRAP..MAX_BOOTSTRAP (``verdicts.check_bootstrap``), or 0
+    when ``zero`` (no intervals: point estimates only); one-line errors naming ``name``."""
+    b = check_int(value, name, min=0, max=MAX_BOOTSTRAP)
+    return b if zero and b == 0 else V.check_bootstrap(b, name)
+
+
+#: ``bootstrap``'s constraints (:mod:`specbound.validation`) where draws are needed
+#: (``correlate``): an integer in MIN_BOOTSTRAP..MAX_BOOTSTRAP (protocol v3 refuses fewer).
+BOOTSTRAP = (
+    Satisfies(
+        functools.partial(_bootstrap_draws, zero=False),
+        f"an integer in {V.MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}",
+        named=True,
+    ),
+)
+#: ... and where 0 (point estimates only) is accepted too (``correlation_study``, ``pool``).
+BOOTSTRAP_OR_ZERO = (
+    Satisfies(
+        functools.partial(_bootstrap_draws, zero=True),
+        f"0 or an integer in {V.MIN_BOOTSTRAP}..{MAX_BOOTSTRAP}",
+        named=True,
+    ),
+)
+#: ``seed``: an integer >= 0.
+SEED = (Interval(int, 0),)
+#: ``level``: the interval level, a real strictly between 0 and 1.
+LEVEL = (Interval(float, 0.0, 1.0, closed="neither"),)
+#: ``primary``: one of ``verdicts.PRIMARY_CHOICES``.
+PRIMARY = (Options(*V.PRIMARY_CHOICES),)
 
 
 #: Bytes the bootstrap's configuration counts (draws x configurations) may take.
@@ -136,11 +156,6 @@ def check_size(n_models: int, n_configurations: int, bootstrap: int) -> None:
             f"{need / 2**30:.1f} GiB of counts (limit {MAX_COUNT_BYTES / 2**30:.0f} GiB); "
             f"lower bootstrap to {MAX_COUNT_BYTES // (8 * max(n_configurations, 1))} or fewer"
         )
-
-
-def check_level(level: Any) -> float:
-    """The interval level, a real strictly between 0 and 1."""
-    return check_real(level, "level", min=0.0, max=1.0, include_min=False, include_max=False)
 
 
 def _fmt(v: float) -> str:

@@ -20,11 +20,20 @@ import numpy as np
 
 from ...engines import resolve
 from ...engines.sweep import analyze_models
-from ...errors import SpecboundError
+from ...errors import Param, SpecboundError, SpecboundTypeError
 from ...io.outdir import local_inputs
+from ...linalg.model import DEVICE
 from ...measures import get_measure, measure_names
-from ...validation import WORKERS, check_param
-from ..gap import GAP_KINDS, default_kind, gap_values, normalize_kind
+from ...validation import (
+    WORKERS,
+    Boolean,
+    IsCallable,
+    Names,
+    PathLike,
+    Satisfies,
+    validate_params,
+)
+from ..gap import GAP, GAP_KINDS, default_kind, gap_values
 from . import manifest as M
 from . import table as T
 from . import verdicts as V
@@ -112,6 +121,39 @@ def add_bound_forms(
 # --- the driver ------------------------------------------------------------------------------
 
 
+def _zoo_object(zoo: Any, name: str) -> Any:
+    """``zoo`` when it is a ``manifest.Zoo`` (a path is the other accepted form)."""
+    if not isinstance(zoo, M.Zoo):
+        raise SpecboundTypeError(
+            Param(name), f" must be a path or a Zoo, got {zoo!r} ({type(zoo).__name__})"
+        )
+    return zoo
+
+
+_CALLBACK = (None, IsCallable())
+
+
+@validate_params(
+    {
+        "zoo": (PathLike(), Satisfies(_zoo_object, "a Zoo", named=True)),
+        "axes": (None, Names(what="axis name")),
+        "gap": GAP,
+        "include_unconverged": (Boolean(),),
+        "bootstrap": T.BOOTSTRAP,
+        "seed": T.SEED,
+        "cache": (Boolean(),),
+        "device": DEVICE,
+        "on_model": _CALLBACK,
+        "analyzer": _CALLBACK,
+        "state_dir": (None, PathLike()),
+        "on_resume": _CALLBACK,
+        "level": T.LEVEL,
+        "data_measures": (Boolean(),),
+        "on_data": _CALLBACK,
+        "data_workers": WORKERS,
+        "primary": T.PRIMARY,
+    }
+)
 def correlate(
     zoo: str | Path | M.Zoo,
     *,
@@ -153,14 +195,15 @@ def correlate(
     line per model of the data measures; ``data_workers``: processes computing them
     (``validation.WORKERS``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
     needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
-    the values do not depend on it). ``primary``: the primary family (``table.check_primary``:
-    ``auto``, A1-A3 on tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``).
-    Output schema: :mod:`.result`.
+    the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
+    tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
+    checked first (``@validate_params``: ``table.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
+    ``gap.GAP``, ...). Output schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
     )
-    prep.primary = T.check_primary(primary)
+    prep.primary = primary
     eng = resolve(engine, engine_options)  # after every other check, before any work
     swept = _sweep(
         prep, eng, cache, device, on_model, analyzer, state_dir=state_dir, on_resume=on_resume
@@ -219,10 +262,8 @@ def _prepare(
     data_measures: bool,
     data_workers: int,
 ) -> _Prepared:
-    """Every input check, in order, the zoo, the gap, which models to analyze (``plan``)."""
-    bootstrap, seed = T.check_bootstrap_and_seed(bootstrap, seed, allow_none=False)
-    data_workers = check_param(data_workers, "data_workers", WORKERS)
-    level = T.check_level(level)
+    """The zoo (its manifest checked), the gap, which models to analyze (``plan``); the
+    arguments were checked by ``correlate``'s ``@validate_params``."""
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
     if isinstance(zoo, M.Zoo) and axes is not None:
         z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task, z.grid)
@@ -233,7 +274,7 @@ def _prepare(
         data_cols = data_names()
     M.validate_manifest(z, [*output_columns(), *data_cols], models_csv_marks=names)
     table = z.table.copy()
-    kind = normalize_kind(gap, "gap")
+    kind = gap or "auto"
     if kind == "auto":
         kind = default_kind(table.columns)
     assert kind in GAP_KINDS

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import SpecboundError
-from ...validation import check_choice
+from ...validation import Names, Text, validate_params
 from . import rows as R
 from . import stats as S
 from . import verdicts as V
@@ -40,20 +40,23 @@ if TYPE_CHECKING:
 
 from .rules import (  # noqa: F401 (re-exported: the names of table.py)
     BASELINES,
+    BOOTSTRAP,
+    BOOTSTRAP_OR_ZERO,
     COMPARED_STATS,
     COMPUTED_COLUMNS,
     DIFFERENCE_COLUMNS,
     EMPTY_SET,
     INTERVAL_STATS,
+    LEVEL,
     MAX_BOOTSTRAP,
     MAX_COUNT_BYTES,
     N_COLUMN,
     PER_SQRT_N,
+    PRIMARY,
+    SEED,
     _fmt,
     axis_codes,
     better_word,
-    check_bootstrap_and_seed,
-    check_level,
     check_size,
     correlation_columns,
     degenerate_notes,
@@ -76,6 +79,17 @@ class Tables:
     missing: list[str] = field(default_factory=list)
 
 
+@validate_params(
+    {
+        "measures": (Names(what="measure"),),
+        "axes": (Names(what="axis name"),),
+        "gap": (Text(),),
+        "bootstrap": BOOTSTRAP_OR_ZERO,
+        "seed": SEED,
+        "level": LEVEL,
+        "primary": PRIMARY,
+    }
+)
 def correlation_study(
     models: pd.DataFrame,
     measures: Sequence[str],
@@ -102,9 +116,7 @@ def correlation_study(
     for c in [gap, *axes, *measures]:
         if c not in models.columns:
             raise SpecboundError(f"the models table has no column '{c}'")
-    bootstrap, seed = check_bootstrap_and_seed(bootstrap, seed)
-    level = check_level(level)
-    primary = check_primary(primary)
+    # the arguments were checked (@validate_params)
     su = R.setup(
         models, measures, axes, gap=gap, bootstrap=bootstrap, seed=seed, level=level,
         missing=missing, primary=primary,
@@ -123,11 +135,6 @@ def correlation_study(
     diffs = with_verdicts(prim, expl, info, bootstrap, su.p_boot, missing)
     notes = degenerate_notes(models, axes, su.n_all, su.config_all, bootstrap, corr)
     return Tables(corr, diffs, notes, su.n_conf, su.pstat, su.p_boot, missing)
-
-
-def check_primary(primary: Any) -> str:
-    """``primary`` as one of ``verdicts.PRIMARY_CHOICES`` (one-line error otherwise)."""
-    return str(check_choice(primary, "primary", V.PRIMARY_CHOICES))
 
 
 def correlation_table(

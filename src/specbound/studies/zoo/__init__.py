@@ -8,16 +8,16 @@ registry; ``training_data(model_dir)`` rebuilds a model's training examples (``d
 from __future__ import annotations
 
 from .data import test_data, training_data
-from .plan import TARGET_LOSS, ZooPlan, check_threads, load_grid, model_name, plan
+from .plan import TARGET_LOSS, THREADS, ZooPlan, load_grid, model_name, plan
 from .tasks import TASKS, Task, get_task, register, task_names
 from .train import train_zoo
 
 __all__ = [
     "TARGET_LOSS",
     "TASKS",
+    "THREADS",
     "Task",
     "ZooPlan",
-    "check_threads",
     "get_task",
     "load_grid",
     "model_name",

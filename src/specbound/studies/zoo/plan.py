@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...config import usable_cpus
-from ...errors import Param, SpecboundError
+from ...errors import SpecboundError
 from ...io.files import DuplicateKeyError, load_yaml
-from ...validation import check_int, check_real
+from ...validation import WORKERS, check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
 
@@ -208,19 +207,6 @@ def plan(
     return p
 
 
-def max_threads() -> int:
-    """The largest ``--threads`` accepted: 4 x the CPUs this process may use
-    (``config.usable_cpus``)."""
-    return 4 * usable_cpus()
-
-
-def check_threads(threads: Any) -> int:
-    """``threads`` if it is an integer in 1..max_threads(), else one-line SpecboundError."""
-    hi = max_threads()
-    try:
-        return check_int(threads, "threads", min=1, max=hi)
-    except SpecboundError:
-        raise SpecboundError(
-            Param("threads", repr(threads)),
-            f": expected an integer in 1..{hi} (4 x the {hi // 4} CPUs here)",
-        ) from None
+#: ``threads``' constraints (:mod:`specbound.validation`): torch intra-op threads per model, an
+#: integer in 1..4 x the CPUs this process may use (``validation.max_processes``).
+THREADS = WORKERS

@@ -34,8 +34,8 @@ from typing import Any
 
 from ...engines import get_engine, options_for
 from ...engines.processes import ProcessEngine, ProcessOptions
-from ...errors import Param, SpecboundError
-from ...validation import WORKERS, check_int, check_param
+from ...errors import Param, SpecboundError, SpecboundTypeError, SpecboundValueError
+from ...validation import WORKERS, IsCallable, PathLike, Satisfies, Text, check_int, validate_params
 from . import zoodir
 from .distributed import run_on_engine, warm
 from .ensemble import auto_mode, groups, train_ensemble
@@ -43,8 +43,8 @@ from .plan import (
     GRID_KEYS,
     INT_AXES,
     TARGET_LOSS,
+    THREADS,
     ZooPlan,
-    check_threads,
     load_grid,
     model_name,
     plan,
@@ -68,24 +68,32 @@ __all__ = [
 ]
 
 
-def check_ensemble(ensemble: Any) -> int | str:
-    """``"auto"`` or an integer >= 1; one-line SpecboundError otherwise."""
-    if ensemble == "auto":
-        return "auto"
-    if isinstance(ensemble, str) and ensemble.strip().isdigit():
+def _ensemble_size(ensemble: Any, name: str) -> int | str:
+    """``"auto"`` or an integer >= 1 (a string of digits too: the CLI's ``--ensemble 4``)."""
+    if isinstance(ensemble, str):
+        if ensemble.strip() == "auto":
+            return "auto"
+        if not ensemble.strip().isdigit():
+            raise SpecboundValueError(
+                Param(name), f" must be 'auto' or an integer >= 1, got {ensemble!r}"
+            )
         ensemble = int(ensemble)
-    try:
-        return check_int(ensemble, "ensemble", min=1)
-    except SpecboundError:
-        raise SpecboundError(
-            Param("ensemble", repr(ensemble)), ": expected 'auto' or an integer >= 1"
-        ) from None
+    return check_int(ensemble, name, min=1)
 
 
-def _check_device(device: Any) -> str:
-    if not isinstance(device, str) or (device != "cpu" and not device.startswith("cuda")):
-        raise SpecboundError(Param("device", str(device)), ": expected cpu or cuda")
+def _training_device(device: Any, name: str) -> str:
+    """``cpu``, ``cuda`` or ``cuda:N`` (whether CUDA is there: checked after the arguments)."""
+    if not isinstance(device, str):
+        raise SpecboundTypeError(
+            Param(name), f" must be cpu or cuda, got {device!r} ({type(device).__name__})"
+        )
+    if device != "cpu" and not device.startswith("cuda"):
+        raise SpecboundValueError(Param(name), f" must be cpu or cuda, got {device!r}")
     return device
+
+
+#: ``ensemble``'s constraints (:mod:`specbound.validation`): ``"auto"`` or an integer >= 1.
+ENSEMBLE = (Satisfies(_ensemble_size, "'auto' or an integer >= 1", named=True),)
 
 
 def _engine(engine: Any, options: dict[str, Any] | None) -> Any:
@@ -97,6 +105,18 @@ def _engine(engine: Any, options: dict[str, Any] | None) -> Any:
     return get_engine(name, options_for(name, **(options or {})))
 
 
+@validate_params(
+    {
+        "task": (Text(),),
+        "out": (PathLike(),),
+        "preset": (Text(),),
+        "device": (Satisfies(_training_device, "cpu or cuda", named=True),),
+        "threads": THREADS,
+        "ensemble": ENSEMBLE,
+        "on_model": (None, IsCallable()),
+        "workers": (None, *WORKERS),
+    }
+)
 def train_zoo(
     task: str,
     out: str | os.PathLike[str],
@@ -122,24 +142,20 @@ def train_zoo(
     ``workers``: processes training jobs side by side on the local engine (``workers.py``; 1:
     this process; None: ``workers.default_workers``, one per usable CPU, as ``zoo train``);
     the files are the same for any number (a script calling this with ``workers`` != 1 needs
-    the ``if __name__ == "__main__":`` guard of ``multiprocessing``'s spawn).
+    the ``if __name__ == "__main__":`` guard of ``multiprocessing``'s spawn). The arguments are
+    checked first (``@validate_params``), then the grid.
     """
     source = None
     if isinstance(grid, (str, os.PathLike)):
         source = str(grid)
         grid = load_grid(grid)
     p = plan(task, preset=preset, grid=grid, grid_source=source or "grid")
-    _check_device(device)
-    check_threads(threads)
-    ens = check_ensemble(ensemble)
+    ens = ensemble
     if ens == "auto":
         ens = auto_mode(device)
     eng = _engine(engine, engine_options)
 
-    if workers is None:
-        n_workers = default_workers(device, threads)
-    else:
-        n_workers = check_param(workers, "workers", WORKERS)
+    n_workers = default_workers(device, threads) if workers is None else workers
     if eng is not None and eng.distributed:
         if workers is not None and n_workers > 1:
             raise SpecboundError(
