@@ -13,7 +13,8 @@ correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` li
                        names (no measure an axis), ``gap`` accuracy or loss, counts integers >= 0
 models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
                        (finite); ``gap`` finite, in [-1, 1] for an accuracy gap; accuracies in
-                       [0, 1]; losses >= 0; ``train_size`` a positive integer; measures numbers
+                       [0, 1]; losses >= 0; ``train_size`` a positive integer (in every row
+                       or in none); measures numbers
                        or empty; ``converged`` true/false; as many rows as ``n_models``
 skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
 differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
@@ -134,6 +135,11 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
         Column("spectrum_adaptive_ceiling_gap", required=False, empty=True),
     ]
     models = read_table(p, schema, key=["model"], what="models.csv")
+    if "train_size" in models.columns:  # all filled or all empty: an empty one is no new n
+        gone = models["train_size"].isna().to_numpy()
+        if gone.any() and not gone.all():
+            raise fail(p, int(gone.argmax()) + 2, "train_size",
+                       "the cell is empty, but other models have a training-set size")  # fmt: skip
     _count(p, meta, "n_models", len(models), "models")
     return models
 
