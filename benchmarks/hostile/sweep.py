@@ -353,8 +353,9 @@ def build_cases(t: Path, base: Path) -> list[Case]:
             cA,
             lambda d, o: [
                 _api(
-                    "from specbound.studies.readback import "
-                    f"read_correlation_csv\nread_correlation_csv({str(d)!r})"
+                    "from specbound.studies.readback import read_correlate_json, "
+                    f"read_correlation_csv\nread_correlation_csv({str(d)!r}, "
+                    f"read_correlate_json({str(d)!r}))"
                 )
             ],
             "n_models",

@@ -230,3 +230,14 @@ def test_tampered_zoo_json_fields_are_refused(tmp_path, key, value, needle):
     p.write_text(json.dumps(meta))
     with pytest.raises(ReadbackError, match=needle):
         R.read_zoo_json(p)
+
+
+@pytest.mark.parametrize("cut", ["header-only", "one-row-gone"])
+def test_correlation_csv_holds_one_row_per_measure_of_correlate_json(tmp_path, cut):
+    d = _copy(tmp_path)
+    lines = (d / "correlation.csv").read_text().splitlines(keepends=True)
+    (d / "correlation.csv").write_text(lines[0] if cut == "header-only" else "".join(lines[:-1]))
+    meta = R.read_correlate_json(d)
+    R.read_correlation_csv(d)  # alone, a table of fewer measures is well formed
+    with pytest.raises(ReadbackError, match="its measures are not correlate.json's"):
+        R.read_correlation_csv(d, meta)

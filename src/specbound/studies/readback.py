@@ -23,7 +23,8 @@ differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh``
                        measure, versus, statistic (exploratory); with correlate.json: exactly
                        the primary contrasts its measures allow
 correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; tau and psi in [-1, 1],
-                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0
+                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0; with
+                       correlate.json: one row per measure it lists
 zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``grid`` axis ->
                        non-empty list (``axes``: the manifest reader's axis checks)
 zoo.csv                the manifest reader (``correlate.manifest.read_zoo`` and
@@ -247,8 +248,9 @@ def _header(p: Path) -> list[str]:
         return []  # read_table names the problem
 
 
-def read_correlation_csv(path: str | Path) -> pd.DataFrame:
-    """correlation.csv of a correlate folder (or the file itself), checked (module doc)."""
+def read_correlation_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """correlation.csv of a correlate folder (or the file itself), checked (module doc); with
+    the folder's correlate.json ``meta``: one row per measure it lists, no other."""
     p = folder_file(path, "correlation.csv")
     cols = _header(p)
     schema = [Column("measure", "text")]
@@ -263,7 +265,13 @@ def read_correlation_csv(path: str | Path) -> pd.DataFrame:
             schema.append(Column(c, empty=True, low=0.0, high=1.0))
         elif c.startswith("cmi"):
             schema.append(Column(c, empty=True, low=0.0))
-    return read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
+    table = read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
+    if meta is not None and set(table["measure"]) != set(meta["measures"]):
+        odd = sorted(set(meta["measures"]) ^ set(table["measure"]))[0]
+        raise fail(
+            p, None, "measure", f"its measures are not correlate.json's ({odd!r} is in one only)"
+        )
+    return table
 
 
 def read_zoo_csv(path: str | Path) -> pd.DataFrame:
