@@ -239,5 +239,5 @@ def test_correlation_csv_holds_one_row_per_measure_of_correlate_json(tmp_path, c
     (d / "correlation.csv").write_text(lines[0] if cut == "header-only" else "".join(lines[:-1]))
     meta = R.read_correlate_json(d)
     R.read_correlation_csv(d)  # alone, a table of fewer measures is well formed
-    with pytest.raises(ReadbackError, match="its measures are not correlate.json's"):
+    with pytest.raises(ReadbackError, match=r"its measures are not correlate\.json's"):
         R.read_correlation_csv(d, meta)
