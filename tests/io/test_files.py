@@ -125,3 +125,31 @@ def test_atomic_file_temp_is_owner_marked_and_mode_follows_umask(tmp_path: Path)
     assert m["host"] == hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
     assert (tmp_path / "x.txt").stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["x.txt"]
+
+
+def test_a_name_longer_than_the_file_system_allows_is_refused_before_the_write(tmp_path):
+    """A 300-byte file name: one SpecboundError naming the limit (bad input, CLI exit 2), not
+    an OSError from the final rename after all the work (``layers --out`` exited 1)."""
+    from specbound.errors import SpecboundError
+    from specbound.io.files import check_name_length, check_output_file
+
+    long = tmp_path / "deeper" / ("n" * 300 + ".csv")
+    with pytest.raises(SpecboundError, match="a name of 304 bytes, longer than the 255"):
+        check_output_file(long)
+    with pytest.raises(SpecboundError, match="longer than"), atomic_file(long, "w") as fh:
+        fh.write("x")
+    assert not (tmp_path / "deeper").exists()
+    check_name_length(tmp_path / ("n" * 255))  # at the limit: fine
+    with pytest.raises(SpecboundError, match="256 bytes"):
+        check_name_length(tmp_path / ("é" * 128))  # bytes, not characters
+
+
+def test_layers_out_with_a_name_too_long_is_one_line_exit_2(tmp_path):
+    from tests.support.checkpoints import write_tiny_bert
+    from tests.support.cli_runner import run_cli
+
+    model = write_tiny_bert(tmp_path / "m")
+    r = run_cli("layers", model, "--for", "alphapruning", "--out", tmp_path / ("n" * 300 + ".csv"),
+                "--quiet")  # fmt: skip
+    assert r.code == 2
+    assert "longer than the 255 the file system allows" in r.one_error_line()

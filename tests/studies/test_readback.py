@@ -167,3 +167,77 @@ def test_arch_primary_rows_read_back(tmp_path):
     _set(c / "differences.csv", row, "contrast", "P1")
     with pytest.raises(ReadbackError, match="not a primary contrast"):
         R.read_differences_csv(c, R.read_correlate_json(c))
+
+
+def _set_text(path: Path, line: int, column: str, text: str) -> None:
+    """Put ``text`` verbatim into ``column`` of file line ``line`` (the header is line 1)."""
+    rows = path.read_text().splitlines()
+    j = rows[0].split(",").index(column)
+    import csv
+    import io
+
+    cells = next(csv.reader(io.StringIO(rows[line - 1])))
+    cells[j] = text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(cells)
+    rows[line - 1] = buf.getvalue()
+    path.write_text("\n".join(rows) + "\n")
+
+
+@pytest.mark.parametrize("word", ["nan", "NaN", "NA", "null", "-nan", "N/A"])
+@pytest.mark.parametrize(
+    ("name", "column"),
+    [("models.csv", "train_size"), ("models.csv", "spectrum_adaptive"), ("differences.csv", "p"),
+     ("correlation.csv", "kendall_tau")],
+)  # fmt: skip
+def test_a_word_read_as_undefined_in_a_number_column_is_refused(tmp_path, word, name, column):
+    """specbound writes an undefined number as an empty cell; ``nan`` / ``NA`` / ``null`` there
+    were put by hand and ``pandas.read_csv`` would read them as undefined (a NaN train_size made
+    a new configuration; a NaN p dropped a contrast from Holm)."""
+    d = _copy(tmp_path)
+    _set_text(d / name, 3, column, word)
+    meta = R.read_correlate_json(d)
+    read = {
+        "models.csv": lambda: R.read_models_csv(d, meta),
+        "differences.csv": lambda: R.read_differences_csv(d, meta),
+        "correlation.csv": lambda: R.read_correlation_csv(d),
+    }[name]
+    with pytest.raises(ReadbackError, match=f"row 3, column '{column}': '{word}' is not a number"):
+        read()
+
+
+def test_train_size_empty_in_one_row_only_is_refused(tmp_path):
+    d = _copy(tmp_path)
+    _set_text(d / "models.csv", 4, "train_size", "")
+    with pytest.raises(ReadbackError, match="row 4, column 'train_size': the cell is empty"):
+        R.read_models_csv(d, R.read_correlate_json(d))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [("max_steps", float("nan"), "'max_steps' is nan"), ("max_steps", "happiness", "'max_steps'"),
+     ("max_steps", 0, "'max_steps' is 0"), ("target_loss", float("inf"), "'target_loss' is inf"),
+     ("target_loss", -1, "'target_loss' is -1"), ("num_models", 2.5, "'num_models' is 2.5"),
+     ("axes", ["seed", "seed"], "'axes' names an entry twice"),
+     ("size_axis", 3, "'size_axis' is 3")],
+)  # fmt: skip
+def test_tampered_zoo_json_fields_are_refused(tmp_path, key, value, needle):
+    """zoo.json's recipe fields are read back checked (``NaN`` and ``"happiness"`` as
+    ``max_steps`` were accepted)."""
+    meta = json.loads((ZOO / "zoo.json").read_text())
+    meta[key] = value
+    p = tmp_path / "zoo.json"
+    p.write_text(json.dumps(meta))
+    with pytest.raises(ReadbackError, match=needle):
+        R.read_zoo_json(p)
+
+
+@pytest.mark.parametrize("cut", ["header-only", "one-row-gone"])
+def test_correlation_csv_holds_one_row_per_measure_of_correlate_json(tmp_path, cut):
+    d = _copy(tmp_path)
+    lines = (d / "correlation.csv").read_text().splitlines(keepends=True)
+    (d / "correlation.csv").write_text(lines[0] if cut == "header-only" else "".join(lines[:-1]))
+    meta = R.read_correlate_json(d)
+    R.read_correlation_csv(d)  # alone, a table of fewer measures is well formed
+    with pytest.raises(ReadbackError, match=r"its measures are not correlate\.json's"):
+        R.read_correlation_csv(d, meta)

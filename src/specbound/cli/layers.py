@@ -22,9 +22,9 @@ def _header(columns: list[str]) -> str:
 def _check_out(out: Path, header: str, model: str) -> None:
     """Refuse an --out that is a directory, a FIFO or device (never opened: it would block),
     inside or around the model, or a file this command did not write."""
-    from ..io.files import check_output_file
+    from ..io.files import check_output_file, output_file_kind
 
-    if out.is_dir():
+    if output_file_kind(out) == "a directory":  # never raises (a name too long: below)
         fail(f"--out {out} is a directory; give a file name such as layers.csv")
     check_output_file(out, inputs=[model])
     if out.suffix.lower() != ".csv":

@@ -390,6 +390,7 @@ def check_output_file(
     socket or directory is refused before anything opens it (opening a FIFO blocks forever;
     replacing ``/dev/null`` would replace the device)."""
     path = Path(path)
+    check_name_length(path)
     kind = output_file_kind(path)
     if kind is not None:
         raise SpecboundError(
@@ -397,6 +398,25 @@ def check_output_file(
         )
     refuse_overlap(path, inputs)
     return path
+
+
+def check_name_length(path: str | os.PathLike[str]) -> None:
+    """Refuse (one-line ``SpecboundError``) a ``path`` with a component longer than its file
+    system allows (``NAME_MAX`` of the nearest existing folder, 255 bytes where unknown): the
+    final rename would fail only after all the work."""
+    p = Path(path)
+    parent = next((q for q in Path(os.path.abspath(p)).parents if q.is_dir()), Path("/"))
+    try:
+        name_max = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    for part in p.parts:
+        n = len(os.fsencode(part))
+        if n > name_max:
+            raise SpecboundError(
+                Param("out", str(p)), f": a name of {n} bytes, longer than the {name_max} the "
+                "file system allows; choose a shorter name"
+            )  # fmt: skip
 
 
 @contextlib.contextmanager

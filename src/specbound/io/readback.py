@@ -129,9 +129,28 @@ def read_table(
             if col.required:
                 raise fail(p, 1, col.name, "the column is missing")
             continue
+        if col.kind in ("real", "int"):
+            _check_number_words(rows, header.index(col.name), col.name, p)
         frame[col.name] = check_column(frame[col.name], col, p)
     _check_key(frame, list(key), p)
     return frame
+
+
+def _check_number_words(rows: list[list[str]], j: int, name: str, path: Path) -> None:
+    """Refuse a cell of number column ``j`` that is neither empty nor a number, the words
+    ``pandas.read_csv`` reads as undefined (``nan``, ``NA``, ``null``, ...) included: specbound
+    writes an undefined value as an empty cell (``rows``: the raw rows, header first)."""
+    for i, r in enumerate(rows[1:], start=2):
+        cell = r[j].strip() if j < len(r) else ""
+        if not cell:
+            continue
+        try:
+            number = not math.isnan(float(cell))
+        except ValueError:
+            number = False
+        if not number:
+            raise fail(path, i, name, f"{cell!r} is not a number (specbound writes an "
+                       "undefined value as an empty cell)")  # fmt: skip
 
 
 def check_column(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
@@ -312,6 +331,12 @@ def read_zoo_json(path: str | Path) -> dict[str, Any]:
     meta = read_json_object(p, "zoo.json")
     json_field(meta, "task", (str, type(None)), p, required=False)
     json_field(meta, "preset", (str, type(None)), p, required=False)
+    json_field(meta, "max_steps", int, p, required=False, low=1)
+    json_field(meta, "target_loss", (int, float), p, required=False, low=0.0)
+    json_field(meta, "num_models", int, p, required=False, low=0)
+    for name in ("description", "size_axis", "grid_file"):
+        json_field(meta, name, (str, type(None)), p, required=False)
+    text_list(meta, "axes", p, required=False)
     grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
     for axis, values in (grid or {}).items():
         if not isinstance(values, list) or not values:

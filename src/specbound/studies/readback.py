@@ -13,7 +13,8 @@ correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` li
                        names (no measure an axis), ``gap`` accuracy or loss, counts integers >= 0
 models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
                        (finite); ``gap`` finite, in [-1, 1] for an accuracy gap; accuracies in
-                       [0, 1]; losses >= 0; ``train_size`` a positive integer; measures numbers
+                       [0, 1]; losses >= 0; ``train_size`` a positive integer (in every row
+                       or in none); measures numbers
                        or empty; ``converged`` true/false; as many rows as ``n_models``
 skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
 differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
@@ -22,7 +23,8 @@ differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh``
                        measure, versus, statistic (exploratory); with correlate.json: exactly
                        the primary contrasts its measures allow
 correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; tau and psi in [-1, 1],
-                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0
+                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0; with
+                       correlate.json: one row per measure it lists
 zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``grid`` axis ->
                        non-empty list (``axes``: the manifest reader's axis checks)
 zoo.csv                the manifest reader (``correlate.manifest.read_zoo`` and
@@ -134,6 +136,11 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
         Column("spectrum_adaptive_ceiling_gap", required=False, empty=True),
     ]
     models = read_table(p, schema, key=["model"], what="models.csv")
+    if "train_size" in models.columns:  # all filled or all empty: an empty one is no new n
+        gone = models["train_size"].isna().to_numpy()
+        if gone.any() and not gone.all():
+            raise fail(p, int(gone.argmax()) + 2, "train_size",
+                       "the cell is empty, but other models have a training-set size")  # fmt: skip
     _count(p, meta, "n_models", len(models), "models")
     return models
 
@@ -241,8 +248,9 @@ def _header(p: Path) -> list[str]:
         return []  # read_table names the problem
 
 
-def read_correlation_csv(path: str | Path) -> pd.DataFrame:
-    """correlation.csv of a correlate folder (or the file itself), checked (module doc)."""
+def read_correlation_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """correlation.csv of a correlate folder (or the file itself), checked (module doc); with
+    the folder's correlate.json ``meta``: one row per measure it lists, no other."""
     p = folder_file(path, "correlation.csv")
     cols = _header(p)
     schema = [Column("measure", "text")]
@@ -257,7 +265,13 @@ def read_correlation_csv(path: str | Path) -> pd.DataFrame:
             schema.append(Column(c, empty=True, low=0.0, high=1.0))
         elif c.startswith("cmi"):
             schema.append(Column(c, empty=True, low=0.0))
-    return read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
+    table = read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
+    if meta is not None and set(table["measure"]) != set(meta["measures"]):
+        odd = sorted(set(meta["measures"]) ^ set(table["measure"]))[0]
+        raise fail(
+            p, None, "measure", f"its measures are not correlate.json's ({odd!r} is in one only)"
+        )
+    return table
 
 
 def read_zoo_csv(path: str | Path) -> pd.DataFrame:
