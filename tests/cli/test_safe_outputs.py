@@ -809,3 +809,48 @@ def test_zoo_train_modes_long_out_and_grid_inside_out(tmp_path, monkeypatch, cap
     code, _, err = run_main(monkeypatch, capsys, *base, str(zoo / "g.json"), "--out", str(zoo))
     assert code == 2 and "contains the input" in one_error_line(err), err
     assert [p.name for p in zoo.iterdir()] == ["g.json"]
+
+
+# ------------------------------------------------------------------------ an empty --out
+
+EMPTY_OUT_COMMANDS = [
+    ["analyze", "MODEL"],
+    ["layers", "MODEL", "--for", "alphapruning"],
+    ["scale", "MODEL"],
+    ["correlate", "MODEL"],
+    ["study", "MODEL"],
+    ["trajectory", "MODEL"],
+    ["zoo", "train"],
+    ["reproduce", "bert-miniatures"],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_OUT_COMMANDS, ids=lambda a: a[0])
+def test_an_empty_out_is_refused_and_nothing_is_written(
+    argv, models, tmp_path, monkeypatch, capsys
+):
+    """``--out ''`` is not the current folder: Path('') is '.', which the user did not name
+    (it wrote the results into the working folder)."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    args = [str(models["m1"]) if a == "MODEL" else a for a in argv]
+    code, out, err = run_main(monkeypatch, capsys, *args, "--out", "")
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "--out" in lines[0], err
+    assert "empty" in lines[0]
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_the_library_writers_refuse_an_empty_path(what, tmp_path, monkeypatch):
+    from specbound.io.files import atomic_file
+    from specbound.io.outdir import output_dir
+
+    monkeypatch.chdir(tmp_path)
+    writer = output_dir if what == "folder" else atomic_file
+    with pytest.raises(SpecboundError, match="is empty"):
+        with writer(""):
+            pass
+    assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,7 @@ import typer
 
 from .app import Command, app, fail, handle_errors
 from .common import print_json, resolve_model
-from .options import Device, Json, Mapping, Model, NoCache, Prefix, Quiet
+from .options import Device, Json, Mapping, Model, NoCache, Prefix, Quiet, out_path
 
 
 def _header(columns: list[str]) -> str:
@@ -57,7 +57,9 @@ def layers_command(
     ],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the per-tensor values to this CSV file."),
+        typer.Option(
+            "--out", help="Write the per-tensor values to this CSV file.", parser=out_path
+        ),
     ] = None,
     sparsity: Annotated[
         float,

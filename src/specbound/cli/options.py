@@ -98,15 +98,25 @@ RayAddress = Annotated[
 ]
 
 
+def out_path(value: str | Path) -> Path:
+    """``--out``'s value as a Path; an empty one is refused (``Path("")`` is the current
+    folder, which the user did not name)."""
+    if str(value) == "":
+        raise typer.BadParameter("is empty; name a folder or file to write", param_hint="--out")
+    return Path(value)
+
+
 def out_option(help: str) -> Any:
     """``--out DIR`` (required): the output folder, ``help`` says what it holds."""
-    return typer.Option(..., "--out", help=help, show_default=False)
+    return typer.Option(..., "--out", help=help, show_default=False, parser=out_path)
 
 
 #: ``--out`` of analyze (optional there).
 OptionalOut = Annotated[
     Path | None,
-    typer.Option("--out", help="Write summary.json, CSVs, spectra into this folder."),
+    typer.Option(
+        "--out", help="Write summary.json, CSVs, spectra into this folder.", parser=out_path
+    ),
 ]
 #: ``--figure-formats`` of every command that writes figures (checked before the work starts).
 FigureFormats = Annotated[

@@ -20,6 +20,7 @@ from .options import (
     Quiet,
     RayAddress,
     check_figure_formats,
+    out_path,
 )
 from .scale import finish_study, run_study
 
@@ -30,7 +31,9 @@ def reproduce(
     study_name: Annotated[
         Literal["bert-miniatures"], typer.Argument(metavar="STUDY", help="bert-miniatures")
     ],
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("bert-miniatures"),
+    out: Annotated[Path, typer.Option("--out", help="Output directory.", parser=out_path)] = Path(
+        "bert-miniatures"
+    ),
     local_dir: Annotated[
         Path | None,
         typer.Option(

@@ -389,6 +389,7 @@ def check_output_file(
     ``inputs``: :func:`refuse_overlap`), else one-line ``SpecboundError``: a FIFO, device,
     socket or directory is refused before anything opens it (opening a FIFO blocks forever;
     replacing ``/dev/null`` would replace the device)."""
+    refuse_empty(path, "file")
     path = Path(path)
     check_name_length(path)
     kind = output_file_kind(path)
@@ -398,6 +399,13 @@ def check_output_file(
         )
     refuse_overlap(path, inputs)
     return path
+
+
+def refuse_empty(path: str | os.PathLike[str], what: str) -> None:
+    """Refuse (one-line ``SpecboundError``) an empty output path: ``Path("")`` is the current
+    folder, which nobody named."""
+    if os.fspath(path) == "":
+        raise SpecboundError(Param("out", "''"), f" is empty; name a {what} to write")
 
 
 def check_name_length(path: str | os.PathLike[str]) -> None:

@@ -72,6 +72,7 @@ from .files import (
     host_tag,
     output_file_kind,
     owner_gone,
+    refuse_empty,
     refuse_overlap,
     temp_name,
 )
@@ -144,6 +145,7 @@ def check_output_dir(
     that is not, does not lie inside and does not contain any of ``inputs`` (``replaces``, an
     input re-evaluated in place, may equal ``path``; module doc).
     """
+    refuse_empty(path, "folder")
     refuse_overlap(path, inputs, replaces=replaces)  # first: the most useful reason
     try:
         return _check_output_dir(Path(path))
