@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import extras
 from ..errors import SpecboundError
 from .tracker import Tracker, scalar_metrics
 
@@ -28,12 +29,9 @@ def _trainer_metrics(log_history: Sequence[Mapping[str, Any]], step: int) -> dic
 
 
 def _make_trainer_callback() -> type:
-    try:
-        from transformers import TrainerCallback
-    except ImportError:
-        raise SpecboundError(
-            "SpecboundCallback needs transformers: pip install transformers"
-        ) from None
+    TrainerCallback = extras.transformers(  # the class the callback extends
+        "SpecboundCallback needs transformers: pip install transformers"
+    ).TrainerCallback
 
     class SpecboundCallback(TrainerCallback):
         """Track measures in a ``transformers.Trainer`` (SPEC 11).
