@@ -29,11 +29,11 @@ def _trainer_metrics(log_history: Sequence[Mapping[str, Any]], step: int) -> dic
 
 
 def _make_trainer_callback() -> type:
-    TrainerCallback = extras.transformers(  # the class the callback extends
+    base: Any = extras.transformers(
         "SpecboundCallback needs transformers: pip install transformers"
     ).TrainerCallback
 
-    class SpecboundCallback(TrainerCallback):
+    class SpecboundCallback(base):
         """Track measures in a ``transformers.Trainer`` (SPEC 11).
 
         The init weights are taken at ``on_train_begin`` (and step 0 is recorded there);
