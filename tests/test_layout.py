@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "specbound"
 LAYERS: dict[str, int] = {
     "_version": 0,
     "errors": 0,
+    "extras": 0,
     "validation": 0,
     "config": 0,
     "core": 0,
@@ -194,40 +195,14 @@ LAZY_OWN: dict[tuple[str, str], str] = {
     "studies.readback (read_zoo_csv / read_zoo_json)",
 }
 
-#: Where each heavy optional package may be imported (outside ``if TYPE_CHECKING:``), always
-#: inside a function. Ray and matplotlib have one place each; torch and transformers are not
-#: yet gathered into one (issue 44 item 6, still open): a new module importing them must be
-#: added here, on purpose.
+#: Where each heavy optional package is imported (outside ``if TYPE_CHECKING:``): one place,
+#: ``specbound.extras``, inside a function; every other module calls into it
+#: (``torch = extras.torch()``).
 HEAVY_PLACES: dict[str, set[str]] = {
-    "ray": {"engines.ray.runtime"},
-    "matplotlib": {"report.figures.style"},
-    "torch": {
-        "io.sources",
-        "io.torch_files",
-        "linalg.torch_backend",
-        "measures.data._common",
-        "measures.data.flatness",
-        "measures.data.margin",
-        "measures.data.sharpness",
-        "studies.correlate.data",
-        "studies.zoo.ensemble",
-        "studies.zoo.single",
-        "studies.zoo.tasks.base",
-        "studies.zoo.tasks.digits",
-        "studies.zoo.tasks.modular_addition",
-        "studies.zoo.tasks.sparse_parity",
-        "studies.zoo.train",
-        "track.sinks",
-        "track.tracker",
-    },
-    "transformers": {
-        "studies.correlate.data",
-        "studies.zoo.distributed",
-        "studies.zoo.tasks.base",
-        "studies.zoo.tasks.digits",
-        "studies.zoo.train",
-        "track.callbacks",
-    },
+    "ray": {"extras"},
+    "matplotlib": {"extras"},
+    "torch": {"extras"},
+    "transformers": {"extras"},
 }
 
 
@@ -301,3 +276,45 @@ def test_heavy_packages_imported_lazily_in_their_places() -> None:
                         top.append(f"{m}:{node.lineno} imports {r} at module level")
     assert top == [], "\n".join(top)
     assert places == HEAVY_PLACES
+
+
+def _dynamic_heavy_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of each ``import_module("<heavy>...")`` / ``__import__("<heavy>...")`` with
+    a literal name: an import the statement scan above would not see."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            f = node.func
+            fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            a = node.args[0]
+            if (
+                fname in ("import_module", "__import__")
+                and isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and a.value.split(".")[0] in HEAVY_PLACES
+            ):
+                found.append((node.lineno, a.value))
+    return found
+
+
+def test_heavy_packages_have_one_place_extras() -> None:
+    """Each heavy package is imported in one module, ``extras``, which has a function for each
+    (and only those); no other module reaches one through ``importlib`` with a literal name."""
+    from specbound import extras
+
+    assert all(places == {"extras"} for places in HEAVY_PLACES.values())
+    assert set(extras.PACKAGES) == set(HEAVY_PLACES)
+    assert all(callable(getattr(extras, name)) for name in HEAVY_PLACES)
+    bad = [
+        f"{m}:{line} imports {name} through importlib"
+        for m, path in MODULES.items()
+        if m != "extras"
+        for line, name in _dynamic_heavy_imports(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_dynamic_import_scan_can_fail() -> None:
+    code = "import importlib\ndef f():\n    return importlib.import_module('torch.func')\n"
+    tree = ast.parse(code)
+    assert _dynamic_heavy_imports(tree) == [(3, "torch.func")]

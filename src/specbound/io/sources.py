@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .. import extras
 from ..errors import CheckpointError
 from .files import file_stamp
 
@@ -137,7 +138,7 @@ class DictSource:
     def get(self, name: str) -> np.ndarray:
         t = self._state[name]
         if hasattr(t, "detach"):  # torch tensor; bf16 has no numpy twin
-            import torch
+            torch = extras.torch()
 
             if t.is_meta:
                 raise self._refuse(name, "a meta tensor (no data)")

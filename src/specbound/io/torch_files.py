@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import extras
 from ..errors import CheckpointError
 from .files import check_regular_file, file_stamp
 from .sources import DictSource
@@ -19,13 +20,11 @@ class TorchBinFile(DictSource):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         check_regular_file(self.path, "PyTorch checkpoint")
-        try:
-            import torch
-        except ImportError:
-            raise CheckpointError(
-                f"{self.path} is a PyTorch pickle; install the torch extra "
-                "(pip install 'specbound[torch]') or convert it to safetensors"
-            ) from None
+        torch = extras.torch(
+            f"{self.path} is a PyTorch pickle; install the torch extra "
+            "(pip install 'specbound[torch]') or convert it to safetensors",
+            CheckpointError,
+        )
         import pickle
         import warnings
         import zipfile

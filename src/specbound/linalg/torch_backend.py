@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import extras
 from ..core import LayerWeights, ModelSpec
 from ..errors import Param, SpecboundError
 from .spectra import Spectra, _build, gram_is_accurate
@@ -25,14 +26,10 @@ CHUNK_ENTRIES = 32 * 1024 * 1024
 
 
 def _import_torch() -> Any:
-    try:
-        import torch
-    except ImportError:
-        raise SpecboundError(
-            "the torch backend (device='cpu' or 'cuda') needs PyTorch; install it with "
-            "pip install 'specbound[torch]', or use the default numpy backend (device='numpy')"
-        ) from None
-    return torch
+    return extras.torch(
+        "the torch backend (device='cpu' or 'cuda') needs PyTorch; install it with "
+        "pip install 'specbound[torch]', or use the default numpy backend (device='numpy')"
+    )
 
 
 def resolve_device(device: str) -> Any:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import extras
 from ..errors import SpecboundError
 from .tracker import Tracker, scalar_metrics
 
@@ -28,14 +29,11 @@ def _trainer_metrics(log_history: Sequence[Mapping[str, Any]], step: int) -> dic
 
 
 def _make_trainer_callback() -> type:
-    try:
-        from transformers import TrainerCallback
-    except ImportError:
-        raise SpecboundError(
-            "SpecboundCallback needs transformers: pip install transformers"
-        ) from None
+    base: Any = extras.transformers(
+        "SpecboundCallback needs transformers: pip install transformers"
+    ).TrainerCallback
 
-    class SpecboundCallback(TrainerCallback):
+    class SpecboundCallback(base):
         """Track measures in a ``transformers.Trainer`` (SPEC 11).
 
         The init weights are taken at ``on_train_begin`` (and step 0 is recorded there);

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import extras
 from ..errors import SpecboundError
 
 
@@ -20,7 +21,11 @@ class TensorBoardSink:
                 f"{log_dir} exists and is not a directory; move it away, choose another out "
                 "directory, or pass tensorboard=False"
             )
-        from torch.utils.tensorboard import SummaryWriter
+        SummaryWriter = extras.load(  # torch's class
+            "torch.utils.tensorboard",
+            "the TensorBoard sink needs torch and tensorboard; install them with "
+            "pip install 'specbound[torch,tensorboard]', or pass tensorboard=False",
+        ).SummaryWriter
 
         try:
             self.writer = SummaryWriter(log_dir=str(log_dir))

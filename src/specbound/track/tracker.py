@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import extras
 from ..errors import SpecboundError
 from ..linalg.spectra import MATRIX_TYPES
 from ..measures import measure_names
@@ -150,7 +151,7 @@ def scalar_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 def weights_finite(module: Any) -> bool:
     """Whether every floating-point tensor of the module's state is finite."""
-    import torch
+    torch = extras.torch()
 
     for t in live_state(module).values():
         if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(t.isfinite().all()):

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ... import extras
 from ...config import ray_address
 from ...errors import Param, SpecboundError, one_line_reason
 from ...linalg import pool
@@ -26,14 +27,10 @@ from ..base import JobError, call_job
 
 def require_ray() -> Any:
     """The ``ray`` module, or a one-line SpecboundError saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise SpecboundError(
-            "the ray engine needs Ray; install it with pip install 'specbound[ray]' or use "
-            "the local engine"
-        ) from None
-    return ray
+    return extras.ray(
+        "the ray engine needs Ray; install it with pip install 'specbound[ray]' or use "
+        "the local engine"
+    )
 
 
 class DeferredSignals:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import extras
 from ...adapters.registry import adapter_for
 from ...errors import SpecboundError
 from ...io.checkpoint import load_checkpoint
@@ -40,7 +41,7 @@ class Examples:
 
 
 def _batch_size(inputs: Any, where: str) -> int:
-    import torch
+    torch = extras.torch()
 
     if isinstance(inputs, torch.Tensor):
         if inputs.dim() == 0:
@@ -59,7 +60,7 @@ def _batch_size(inputs: Any, where: str) -> int:
 
 
 def _take(inputs: Any, k: int) -> Any:
-    import torch
+    torch = extras.torch()
 
     if isinstance(inputs, torch.Tensor):
         return inputs[:k]
@@ -67,7 +68,7 @@ def _take(inputs: Any, k: int) -> Any:
 
 
 def _to(inputs: Any, device: Any) -> Any:
-    import torch
+    torch = extras.torch()
 
     if isinstance(inputs, torch.Tensor):
         return inputs.to(device)
@@ -77,7 +78,7 @@ def _to(inputs: Any, device: Any) -> Any:
 def check_finite_inputs(inputs: Any, where: str) -> None:
     """One-line SpecboundError when a floating tensor of ``inputs`` (a tensor or a mapping of
     tensors) holds NaN or inf: every measure computed on it would be a number of no meaning."""
-    import torch
+    torch = extras.torch()
 
     items = inputs.items() if isinstance(inputs, Mapping) else [(None, inputs)]
     for key, t in items:
@@ -113,7 +114,7 @@ def collect_examples(
     on ``device``. ``n`` (the training-set size) defaults to the number of examples in
     ``batches``, which is then read to its end; with ``n`` given, reading stops at
     ``max_examples``."""
-    import torch
+    torch = extras.torch()
 
     if isinstance(batches, (torch.Tensor, Mapping, str, bytes)) or not hasattr(batches, "__iter__"):
         raise SpecboundError(
@@ -153,7 +154,7 @@ def collect_examples(
 def logits_of(model: Any, inputs: Any, logits_fn: Callable[[Any, Any], Any] | None) -> Any:
     """Class logits (batch x classes) of ``model`` on ``inputs``: ``logits_fn(model, inputs)``
     when given, else ``model(**inputs)`` / ``model(inputs)``; an output object's ``.logits``."""
-    import torch
+    torch = extras.torch()
 
     try:
         if logits_fn is not None:
@@ -182,7 +183,7 @@ def logits_of(model: Any, inputs: Any, logits_fn: Callable[[Any, Any], Any] | No
 def accuracy(model: Any, ex: Examples, *, finite: bool = False) -> float:
     """Training accuracy on the examples (argmax; ties go to the first class). ``finite``: the
     logits must hold no NaN or inf (the unperturbed model's: a perturbed one may overflow)."""
-    import torch
+    torch = extras.torch()
 
     correct = 0
     with torch.no_grad():
@@ -246,7 +247,7 @@ def evaluation(model: Any, params: list[tuple[str, Any]]) -> Iterator[list[Any]]
     """Eval mode and copies of ``params``; on exit every parameter is restored bit-exactly
     (``copy_`` of the copy), every module's train/eval flag, ``requires_grad`` and the global
     torch RNG state (CPU and CUDA) are as they were."""
-    import torch
+    torch = extras.torch()
 
     modes = [(mod, mod.training) for mod in model.modules()]
     grads = [p.requires_grad for _, p in params]
@@ -271,7 +272,7 @@ def evaluation(model: Any, params: list[tuple[str, Any]]) -> Iterator[list[Any]]
 
 def set_parameters(params: list[tuple[str, Any]], values: Sequence[Any]) -> None:
     """Write ``values`` into the parameters in place."""
-    import torch
+    torch = extras.torch()
 
     with torch.no_grad():
         for (_, p), v in zip(params, values, strict=True):
@@ -282,7 +283,8 @@ def generator(device: Any, seed: int, stream: int) -> Any:
     """A torch.Generator on ``device`` for measure ``stream`` of ``seed`` (independent streams,
     so one measure's value does not depend on which others are asked for)."""
     import numpy as np
-    import torch
+
+    torch = extras.torch()
 
     state = int(np.random.SeedSequence([seed, stream]).generate_state(1, dtype=np.uint64)[0])
     g = torch.Generator(device=device)

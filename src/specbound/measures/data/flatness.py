@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import extras
 from ._common import DRAWS, MAG_EPS, Bisection, Examples, accuracy, bisect, set_parameters
 
 
@@ -34,7 +35,7 @@ def flatness_sigma(
     draws: int = DRAWS,
 ) -> Bisection:
     """σ* of ``pacbayes_flatness`` (``magnitude=False``) or ``pacbayes_mag_flatness``."""
-    import torch
+    torch = extras.torch()
 
     def deviation(sigma: float) -> float:
         accs = []

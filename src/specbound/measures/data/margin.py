@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ... import extras
 from ._common import Examples, check_labels, logits_of
 
 
 def margins(model: Any, ex: Examples) -> np.ndarray:
     """Every example's margin (float64), in the order of the examples."""
-    import torch
+    torch = extras.torch()
 
     out = []
     with torch.no_grad():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import extras
 from ._common import (
     ASCENT_STEPS,
     MAG_EPS,
@@ -39,7 +40,7 @@ def _loss_and_accuracy(
     """Training accuracy at the current parameters and (``grad``) the gradient of the summed
     cross-entropy with respect to the perturbed parameters (``autograd.grad``: the
     parameters' ``.grad`` is left alone)."""
-    import torch
+    torch = extras.torch()
 
     tensors = [p for _, p in params]
     grads = [torch.zeros_like(p) for p in tensors] if grad else None
@@ -69,7 +70,7 @@ def sharpness_alpha(
     steps: int = ASCENT_STEPS,
 ) -> Bisection:
     """α* of ``sharpness`` (``magnitude=False``) or ``sharpness_mag``."""
-    import torch
+    torch = extras.torch()
 
     for _, p in params:
         p.requires_grad_(True)

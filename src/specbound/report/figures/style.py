@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ... import extras
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_file
 
@@ -104,17 +105,7 @@ def writing_formats(value: str | Sequence[str] | None = None) -> Iterator[tuple[
 
 def require_matplotlib() -> Any:
     """``matplotlib.pyplot`` on the Agg backend, or a one-line error naming the extra."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise SpecboundError(
-            "figures and reports need matplotlib; install the plot extra: "
-            "pip install 'specbound[plot]'"
-        ) from None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return extras.pyplot()
 
 
 def styled(fn: _F) -> _F:
@@ -247,21 +238,21 @@ def log_ticks(lo: float, hi: float, max_ticks: int = 8) -> list[float]:
 
 def plain_log_axis(ax: Any, which: str, lo: float, hi: float, max_ticks: int = 8) -> None:
     """Log scale on ``which`` ("x" or "y") with explicit plain ticks over [lo, hi]."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    ticker = extras.load("matplotlib.ticker")
 
     pad = (hi / lo) ** 0.06 if hi > lo else 1.15
     lim = (lo / pad, hi * pad)
     axis = ax.yaxis if which == "y" else ax.xaxis
     (ax.set_yscale if which == "y" else ax.set_xscale)("log")
     (ax.set_ylim if which == "y" else ax.set_xlim)(*lim)
-    axis.set_major_locator(FixedLocator(log_ticks(*lim, max_ticks=max_ticks)))
-    axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+    axis.set_major_locator(ticker.FixedLocator(log_ticks(*lim, max_ticks=max_ticks)))
+    axis.set_minor_locator(ticker.NullLocator())
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: plain_number(v)))
 
 
 def value_ticks(ax: Any, which: str, values: Sequence[float], log2: bool = False) -> None:
     """Ticks exactly at ``values`` (e.g. the N or L of the grid), plain labels."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    ticker = extras.load("matplotlib.ticker")
 
     vals = sorted({float(v) for v in values})
     axis = ax.yaxis if which == "y" else ax.xaxis
@@ -269,14 +260,14 @@ def value_ticks(ax: Any, which: str, values: Sequence[float], log2: bool = False
         (ax.set_yscale if which == "y" else ax.set_xscale)("log", base=2)
     if len(vals) > 12:  # keep every k-th so labels never collide
         vals = vals[:: math.ceil(len(vals) / 12)]
-    axis.set_major_locator(FixedLocator(vals))
-    axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v)))
+    axis.set_major_locator(ticker.FixedLocator(vals))
+    axis.set_minor_locator(ticker.NullLocator())
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: plain_number(v)))
 
 
 def integer_axis(ax: Any, which: str, n: int, max_ticks: int = 16) -> None:
     """Integer ticks 0..n-1, every k-th when n is large."""
-    from matplotlib.ticker import FixedLocator, NullLocator
+    ticker = extras.load("matplotlib.ticker")
 
     step = max(1, math.ceil(n / max_ticks))
     for k in (1, 2, 4, 5, 8, 10, 16, 20, 25, 50, 100):
@@ -284,8 +275,8 @@ def integer_axis(ax: Any, which: str, n: int, max_ticks: int = 16) -> None:
             step = k
             break
     axis = ax.yaxis if which == "y" else ax.xaxis
-    axis.set_major_locator(FixedLocator(list(range(0, n, step))))
-    axis.set_minor_locator(NullLocator())
+    axis.set_major_locator(ticker.FixedLocator(list(range(0, n, step))))
+    axis.set_minor_locator(ticker.NullLocator())
 
 
 # --- shared pieces ---------------------------------------------------------------------------

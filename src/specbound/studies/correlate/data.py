@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import extras
 from ...config import usable_cpus
 from ...engines.base import JobError, closing_map
 from ...engines.processes import ProcessEngine, ProcessOptions
@@ -58,9 +59,7 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 def require() -> None:
     """One-line SpecboundError unless torch and transformers import (before any analysis)."""
-    import importlib.util
-
-    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("torch", "transformers") if not extras.available(m)]
     if missing:
         raise SpecboundError(
             f"data measures need {' and '.join(missing)}; install them with "
@@ -121,7 +120,7 @@ def cache_key(
 ) -> str:
     """The record key of the data measures of ``model_dir`` (module doc); ``weights``: the
     weight-measure values the margin forms read (part of the key)."""
-    import torch
+    torch = extras.torch()
 
     text = canonical_json(
         [
@@ -192,17 +191,17 @@ def store(key: str, values: dict[str, float | None], notes: dict[str, str]) -> b
 
 def load_model(model_dir: str | Path, device: str = "cpu") -> Any:
     """The zoo model of ``model_dir`` as its transformers class (module doc), eval mode."""
-    from transformers import (
-        AutoConfig,
-        AutoModelForImageClassification,
-        AutoModelForSequenceClassification,
-    )
-    from transformers.utils import logging as hf_logging
+    transformers = extras.transformers()
+    hf_logging = extras.load("transformers.utils.logging")
 
-    cfg = AutoConfig.from_pretrained(model_dir)
+    cfg = transformers.AutoConfig.from_pretrained(model_dir)
     archs = list(getattr(cfg, "architectures", None) or [])
     image = any(a.endswith("ForImageClassification") for a in archs) or cfg.model_type == "vit"
-    cls = AutoModelForImageClassification if image else AutoModelForSequenceClassification
+    cls = (
+        transformers.AutoModelForImageClassification
+        if image
+        else transformers.AutoModelForSequenceClassification
+    )
     bar = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # one progress line per model is ours to print
     try:
@@ -240,7 +239,7 @@ def one_thread() -> Iterator[None]:
     """torch's intra-op threads set to 1 (restored on exit): the data measures of a zoo model
     are computed single-threaded wherever they run, so their values do not depend on how many
     models run at once (``workers``)."""
-    import torch
+    torch = extras.torch()
 
     old = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ... import extras
 from ...engines.base import JobError, JobsLostError, Resources, closing_map
 from ...errors import SpecboundError
 from . import zoodir
@@ -42,7 +43,7 @@ def warm(task: str) -> None:
     result). Errors are left to the jobs."""
     import contextlib
 
-    from transformers.utils import logging as hf_logging
+    hf_logging = extras.load("transformers.utils.logging")
 
     hf_logging.set_verbosity_error()
     with contextlib.suppress(Exception):
@@ -52,7 +53,7 @@ def warm(task: str) -> None:
 
 def run_job(job: Job) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Train one job's members not finished yet; ``[(params, metrics)]`` for all of them."""
-    from transformers.utils import logging as hf_logging
+    hf_logging = extras.load("transformers.utils.logging")
 
     _, _, members, models_dir, device, threads, size = job
     p = _plan(job)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import extras
 from .plan import ARCH_AXES, ZooPlan, model_name
 from .single import BETAS, CLIP_NORM, begin_model, finish_model
 from .tasks.base import permutation
@@ -116,7 +117,7 @@ def groups(
 
 
 def _stack(tensors: list[Any]) -> Any:
-    import torch
+    torch = extras.torch()
 
     return torch.stack([t.detach() for t in tensors])
 
@@ -168,7 +169,7 @@ def train_ensemble(
     """Train ``members`` (grid points of one architecture) together; ``finished(params,
     metrics)`` is called as each one is saved. Temp directories of members not saved (an
     error, an interrupt) are removed."""
-    import torch
+    torch = extras.torch()
 
     dev = torch.device(device)
     t_start = time.perf_counter()
@@ -205,8 +206,8 @@ def _train(
     t_start: float,
 ) -> None:
     """The batched loop: evaluate all active members, finish those that stop, step the rest."""
-    import torch
-    from torch.func import vmap
+    torch = extras.torch()
+    vmap = extras.load("torch.func").vmap
 
     first = team[0].state["model"]  # type: ignore[index]
     base = _meta_base(first)
@@ -252,7 +253,7 @@ def _meta_base(model: Any) -> Any:
 
 def _stack_members(data: Any, team: list[_Member], dev: Any) -> _Stack:
     """Stack the members' parameters, buffers and padded training sets on ``dev``."""
-    import torch
+    torch = extras.torch()
 
     models = [m.state["model"] for m in team]  # type: ignore[index]
     pnames = [n for n, _ in models[0].named_parameters()]
@@ -283,7 +284,7 @@ def _pad_rows(model: Any) -> list[tuple[str, int]]:
     nn.Embedding(padding_idx=...) never updates that row; under vmap its backward does not
     know the rule, so the row's gradient is zeroed by hand (BERT: pad_token_id 0).
     """
-    import torch
+    torch = extras.torch()
 
     return [
         (f"{mod_name}.weight", mod.padding_idx)
@@ -294,8 +295,8 @@ def _pad_rows(model: Any) -> list[tuple[str, int]]:
 
 def _member_loss(task: Any, base: Any) -> Callable[..., Any]:
     """One member's masked mean cross-entropy ``sum(ce * mask) / n``, to be vmapped."""
-    import torch
-    from torch.func import functional_call
+    torch = extras.torch()
+    functional_call = extras.load("torch.func").functional_call
 
     def member_loss(p: Any, b: Any, x: Any, y: Any, mask: Any, n: Any) -> Any:
         logits = task.logits(_Bound(base, p, b, functional_call), x)
@@ -318,7 +319,7 @@ def _finish(
 ) -> dict[str, Any]:
     """Unstack row ``r`` into the member's own model, evaluate and save it (``finish_model``);
     its wall time is the ensemble's so far shared equally among the ``size`` members."""
-    import torch
+    torch = extras.torch()
 
     assert member.state is not None
     m = member.state["model"]
@@ -336,7 +337,7 @@ def _backward(
     stack: _Stack, losses: Any, keep: list[int], pad_rows: list[tuple[str, int]], dev: Any
 ) -> None:
     """Gradients of the kept rows' losses (the stopped rows' are zero), padding rows zeroed."""
-    import torch
+    torch = extras.torch()
 
     go = torch.zeros(len(stack.active), device=dev)
     go[keep] = 1.0
@@ -349,7 +350,7 @@ def _backward(
 
 def _shrink(stack: _Stack, keep: list[int], team: list[_Member], dev: Any) -> _Stack:
     """The stack of rows ``keep`` only, its padding cut to the largest kept training set."""
-    import torch
+    torch = extras.torch()
 
     idx = torch.tensor(keep, device=dev)
     active = [stack.active[r] for r in keep]
@@ -388,7 +389,7 @@ def _adamw_step(
 ) -> None:
     """Per-member gradient-norm clipping then AdamW (torch.optim.AdamW's single-tensor update,
     per-member lr and weight decay), in place on the stacked tensors."""
-    import torch
+    torch = extras.torch()
 
     grads = {n: v.grad for n, v in P.items()}
     norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads.values()])

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ... import extras
 from ...io.files import dumps_json
 from ...io.outdir import TempDir
 from .data import data_record
@@ -42,7 +43,7 @@ OPTIMIZER = f"AdamW(betas=(0.9, 0.98)), full batch, grad norm clip {CLIP_NORM}"
 @contextlib.contextmanager
 def _torch_settings(threads: int) -> Iterator[None]:
     """Deterministic kernels and ``threads`` intra-op threads, restored afterwards."""
-    import torch
+    torch = extras.torch()
 
     old_threads = torch.get_num_threads()
     old_det = torch.are_deterministic_algorithms_enabled()
@@ -57,7 +58,7 @@ def _torch_settings(threads: int) -> Iterator[None]:
 
 def evaluate(task: Task, model: Any, x: Any, y: Any) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of ``model`` on ``(x, y)``, eval mode, no gradients."""
-    import torch
+    torch = extras.torch()
 
     model.eval()
     with torch.no_grad():
@@ -96,7 +97,7 @@ def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> di
     Returns ``{"t0", "train_idx", "test_idx", "model", "tmp", "temp"}`` (``tmp``: the temp
     dir's path, ``temp`` the TempDir); the same for both paths.
     """
-    import torch
+    torch = extras.torch()
 
     t0 = time.perf_counter()
     train_idx, test_idx = task.split(params[task.size_axis], params["seed"])
@@ -173,7 +174,7 @@ def train_model(
     plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path, device: str = "cpu"
 ) -> dict[str, Any]:
     """Train one grid point alone (``--ensemble 1``) and write its directory ``dest``."""
-    import torch
+    torch = extras.torch()
 
     task = plan_.task
     state = begin_model(task, data, params, dest)

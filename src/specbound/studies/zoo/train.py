@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ... import extras
 from ...engines import get_engine, options_for
 from ...engines.processes import ProcessEngine, ProcessOptions
 from ...errors import Param, SpecboundError, SpecboundTypeError, SpecboundValueError
@@ -169,7 +170,7 @@ def train_zoo(
     elif n_workers > 1:
         eng = ProcessEngine(ProcessOptions(workers=n_workers, here=True))
     if device.startswith("cuda"):
-        import torch  # after the argument checks: bad input fails fast
+        torch = extras.torch()  # after the argument checks: bad input fails fast
 
         if not torch.cuda.is_available():
             raise SpecboundError(
@@ -233,7 +234,7 @@ def _train_all(
         if on_model:
             on_model(count, len(points), name, m)
 
-    from transformers.utils import logging as hf_logging
+    hf_logging = extras.load("transformers.utils.logging")
 
     hf_verbosity = hf_logging.get_verbosity()
     hf_bars = hf_logging.is_progress_bar_enabled()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .... import extras
+
 #: The hyperparameter axes every task has; the task adds its data-size axis before ``seed``.
 COMMON_AXES = ("depth", "width", "lr", "weight_decay")
 
@@ -100,9 +102,9 @@ def standard_presets(
 
 def bert_classifier(vocab_size: int, seq_len: int, depth: int, width: int, num_classes: int) -> Any:
     """``BertForSequenceClassification`` without dropout, GELU, FFN width 4 * width."""
-    from transformers import BertConfig, BertForSequenceClassification
+    transformers = extras.transformers()
 
-    cfg = BertConfig(  # type: ignore[call-arg]  # num_labels: a **kwargs field
+    cfg = transformers.BertConfig(  # num_labels: a **kwargs field
         vocab_size=vocab_size,
         hidden_size=width,
         num_hidden_layers=depth,
@@ -117,12 +119,12 @@ def bert_classifier(vocab_size: int, seq_len: int, depth: int, width: int, num_c
         num_labels=num_classes,
         pad_token_id=0,
     )
-    return BertForSequenceClassification(cfg)
+    return transformers.BertForSequenceClassification(cfg)
 
 
 def permutation(n: int, seed: int) -> list[int]:
     """A seeded permutation of range(n) (torch's generator, so it is the same everywhere)."""
-    import torch
+    torch = extras.torch()
 
     g = torch.Generator().manual_seed(int(seed))
     return torch.randperm(n, generator=g).tolist()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .... import extras
 from ....errors import SpecboundError
 from .base import NUM_HEADS, Data, Preset, Task, permutation, standard_presets
 
@@ -56,7 +57,7 @@ class Digits(Task):
     )
 
     def data(self) -> Data:
-        import torch
+        torch = extras.torch()
 
         try:
             from sklearn.datasets import load_digits
@@ -84,9 +85,9 @@ class Digits(Task):
         return sorted(pool[i] for i in order[: int(size)]), test
 
     def build(self, depth: int, width: int, num_classes: int) -> Any:
-        from transformers import ViTConfig, ViTForImageClassification
+        transformers = extras.transformers()
 
-        cfg = ViTConfig(  # type: ignore[call-arg]  # num_labels: a **kwargs field
+        cfg = transformers.ViTConfig(  # num_labels: a **kwargs field
             image_size=8,
             patch_size=2,
             num_channels=1,
@@ -99,4 +100,4 @@ class Digits(Task):
             attention_probs_dropout_prob=0.0,
             num_labels=num_classes,
         )
-        return ViTForImageClassification(cfg)
+        return transformers.ViTForImageClassification(cfg)

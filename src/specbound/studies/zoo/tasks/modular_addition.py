@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .... import extras
 from .base import Data, Preset, Task, bert_classifier, permutation, standard_presets
 
 P = 23
@@ -56,7 +57,7 @@ class ModularAddition(Task):
     )
 
     def data(self) -> Data:
-        import torch
+        torch = extras.torch()
 
         pairs = [(a, b) for a in range(P) for b in range(P)]
         x = torch.tensor([[P, a, b] for a, b in pairs], dtype=torch.long)

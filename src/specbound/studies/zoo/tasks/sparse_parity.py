@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .... import extras
 from .base import Data, Preset, Task, bert_classifier, permutation, standard_presets
 
 T = 12
@@ -58,7 +59,7 @@ class SparseParity(Task):
     )
 
     def data(self) -> Data:
-        import torch
+        torch = extras.torch()
 
         n = 2**T
         bits = (torch.arange(n).unsqueeze(1) >> torch.arange(T)) & 1
