@@ -500,3 +500,23 @@ def test_analyze_summary_opens_with_the_answer(tiny: Path) -> None:
     opening = " ".join(r.out.split("\n")[:4])
     assert " ".join(" ".join(want).split()) in " ".join(opening.split())
     assert "log10 alpha" not in r.out and all(len(ln) <= 80 for ln in r.out.splitlines())
+
+
+def test_a_library_warning_is_one_warning_line_without_python_source(tmp_path) -> None:
+    """A warning the library raises reaches the CLI user as one ``warning:`` line: no
+    ``UserWarning``, no file:line of specbound's source and no source line (Python's default
+    shows all three)."""
+    pytest.importorskip("matplotlib")
+    track = tmp_path / "track"
+    track.mkdir()
+    src = Path(__file__).resolve().parents[2] / "benchmarks" / "grokking" / "track"
+    for name in ("track.csv", "track.json"):
+        (track / name).write_bytes((src / name).read_bytes())
+    text = (track / "track.csv").read_bytes()
+    (track / "track.csv").write_bytes(text[: text.rstrip(b"\n").rfind(b",")])  # a cut last row
+    r = run_cli_process("trajectory", track, "--out", tmp_path / "out")
+    assert r.code == 0, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: "), r.err
+    assert "interrupted row" in lines[0]
+    assert "UserWarning" not in r.err and ".py:" not in r.err and "specbound: " not in r.err

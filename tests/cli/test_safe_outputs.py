@@ -835,7 +835,7 @@ def test_an_empty_out_is_refused_and_nothing_is_written(
     work.mkdir()
     monkeypatch.chdir(work)
     args = [str(models["m1"]) if a == "MODEL" else a for a in argv]
-    code, out, err = run_main(monkeypatch, capsys, *args, "--out", "")
+    code, _out, err = run_main(monkeypatch, capsys, *args, "--out", "")
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "--out" in lines[0], err
@@ -850,7 +850,6 @@ def test_the_library_writers_refuse_an_empty_path(what, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     writer = output_dir if what == "folder" else atomic_file
-    with pytest.raises(SpecboundError, match="is empty"):
-        with writer(""):
-            pass
+    with pytest.raises(SpecboundError, match="is empty"), writer(""):
+        pass
     assert list(tmp_path.iterdir()) == []

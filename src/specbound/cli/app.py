@@ -24,6 +24,7 @@ import contextlib
 import functools
 import signal
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
@@ -103,6 +104,14 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _error_line(message: str) -> None:
     sys.stderr.write(f"error: {printable(' '.join(str(message).split()))}\n")
+    sys.stderr.flush()
+
+
+def _warning_line(message: Warning | str, *_: Any, **__: Any) -> None:
+    """``warnings.showwarning`` for the CLI: one ``warning:`` line, without the library's
+    ``specbound:`` prefix and the source line Python adds (a user did not write that code)."""
+    text = " ".join(str(message).split()).removeprefix("specbound: ")
+    sys.stderr.write(f"warning: {printable(text)}\n")
     sys.stderr.flush()
 
 
@@ -304,7 +313,9 @@ def main(argv: list[str] | None = None) -> None:
         DEBUG = True
     command = typer.main.get_command(app)
     try:
-        rv = command.main(args=argv, prog_name="specbound", standalone_mode=False)
+        with warnings.catch_warnings():  # restored when main returns (tests call it in-process)
+            warnings.showwarning = _warning_line
+            rv = command.main(args=argv, prog_name="specbound", standalone_mode=False)
     except _cx.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.format_message() + "\n")
         rv = 2

@@ -30,6 +30,7 @@ from ..._version import __version__
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
 from ...io.outdir import sweep_stale
+from ...io.readback import read_zoo_json
 from .plan import ZooPlan, model_name
 
 #: The marker inside a model temp dir written by earlier specbound versions
@@ -185,7 +186,7 @@ def _check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str
     meta_path = out / "zoo.json"
     if not meta_path.is_file():
         return True  # a zoo whose first run stopped before writing zoo.json
-    old = json.loads(meta_path.read_text())  # checksummed: ours
+    old = read_zoo_json(meta_path)  # checksummed (ours), and read as every zoo.json is
     if old.get("task") != plan_.task.name:
         raise SpecboundError(
             f"{out} holds a zoo of task '{old.get('task')}', not '{plan_.task.name}'; "
@@ -249,7 +250,7 @@ def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
     text = dumps_json(meta, indent=2) + "\n"
     old = out / "zoo.json"
     if old.is_file():  # keep the first run's grid_file text: only the plan must match
-        prev = json.loads(old.read_text())
+        prev = read_zoo_json(old)
         meta["grid_file"] = prev.get("grid_file", grid_source)
         text = dumps_json(meta, indent=2) + "\n"
         if old.read_text() == text:
