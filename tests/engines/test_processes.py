@@ -267,9 +267,11 @@ def test_every_worker_is_spawned_with_sigint_blocked_the_first_included(tmp_path
 
     script = tmp_path / "masks.py"
     script.write_text(_SPAWN_MASKS)
+    root = str(Path(__file__).resolve().parents[2])  # the script imports tests.support
+    path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
     r = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=root, env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])

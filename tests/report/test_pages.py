@@ -737,5 +737,5 @@ def test_trajectory_contract_summary_and_to_dir(tmp_path: Path) -> None:
     }
     out = t.to_dir(tmp_path / "out", extra=lambda tmp: write_report(t, tmp))
     assert (out / "report.html").is_file() and (out / "figures").is_dir()
-    with pytest.raises(SpecboundError, match=r"^gap must be one of"):
+    with pytest.raises(SpecboundError, match=r"^gap_kind must be one of"):
         read_trajectory(tmp_path / "run", "bogus")

@@ -308,8 +308,9 @@ def test_read_zoo_axes_and_errors(tmp_path):
     assert z.axes == ["width", "train_size"] and z.task == "t"  # the zoo's axes, seeds replicate
     assert C.read_zoo(tmp_path, "depth,seed").axes == ["depth", "seed"]
     (tmp_path / "zoo.json").write_text(json.dumps({"task": "t", "axes": "width"}))
-    with pytest.raises(SpecboundError, match="must be a list"):
+    with pytest.raises(SpecboundError, match="'axes' is 'width', not list"):
         C.read_zoo(tmp_path)
+    (tmp_path / "zoo.json").write_text(json.dumps({"task": "t", "axes": ["width"]}))
     with pytest.raises(SpecboundError, match="axis 'lr'"):
         C.read_zoo(tmp_path, "lr")
     (tmp_path / "bad.csv").write_text("x,y\n1,2\n")
