@@ -1185,23 +1185,55 @@ def build_cases(t: Path, base: Path) -> list[Case]:
     )
 
     # library calls (the API boundary)
-    api = {
+    tiny = (  # a one-layer BERT with random weights: enough for the tracker's checks
+        "from transformers import BertConfig, BertModel\n"
+        "m = BertModel(BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, "
+        "intermediate_size=16, vocab_size=32))\n"
+    )
+    api = {  # name -> (script, words the error line must hold)
         "TrackerConfig-bad": (
             "from specbound.track import TrackerConfig\n"
-            "TrackerConfig(l_phi=-1, grid_m=0, device='tpu')"
+            f"TrackerConfig(out={str(w / 'api-tc')!r}, l_phi=-1, grid_m=0, device='tpu')",
+            ("l_phi", "grid_m", "device"),
         ),
         "Analysis-measures-one-name": (
-            f"import specbound\nspecbound.analyze({str(model)!r}, measures='htsr_alpha')"
+            f"import specbound\nspecbound.analyze({str(model)!r}, measures='htsr_alpha')",
+            ("measures",),
         ),
-        "to_dir-empty": (f"import specbound\nspecbound.analyze({str(model)!r}).to_dir('')"),
+        "to_dir-empty": (
+            f"import specbound\nspecbound.analyze({str(model)!r}).to_dir('')",
+            ("out",),
+        ),
         "step-str": (
-            "import specbound\nfrom specbound.track import Tracker, TrackerConfig\n"
-            f"t = Tracker(TrackerConfig(), out={str(w / 'api-track')!r})\nt.step('3', None)"
+            "from specbound.track import Tracker\n"
+            + tiny
+            + f"t = Tracker(m, out={str(w / 'api-track')!r}, every=1)\nt.step('3')",
+            ("step",),
         ),
     }
-    for name, body in api.items():
+
+    def names_a_parameter(
+        words: tuple[str, ...],
+    ) -> Callable[[subprocess.CompletedProcess[str]], str | None]:
+        def check(done: subprocess.CompletedProcess[str]) -> str | None:
+            if done.returncode == 0:
+                return None
+            first = (done.stderr.strip().splitlines() or [""])[-1]
+            return None if any(x in first for x in words) else f"the error names none of {words}"
+
+        return check
+
+    for name, (body, words) in api.items():
         ok = (0, 2) if name == "Analysis-measures-one-name" else (2,)  # one name, or refused
-        add(f"api/{name}", [_api(body)], ok, python=True, quick=True, timeout=90)
+        add(
+            f"api/{name}",
+            [_api(body)],
+            ok,
+            python=True,
+            quick=True,
+            timeout=90,
+            check=names_a_parameter(words),
+        )
     return cases
 
 
