@@ -144,10 +144,10 @@ def correlate(
     # correlate()'s own constraints, before the engine starts and before a folder is read
     # (pool(), the folders' path, accepts bootstrap 0 too: the command does not)
     # (and before the plot extra is required: a bad value is told first, everywhere)
-    given = {"bootstrap": bootstrap, "seed": seed}
+    scalars = {"bootstrap": bootstrap, "seed": seed}
     if data_workers is not None:
-        given["data_workers"] = data_workers
-    check_params(given, run_correlate.parameter_constraints)  # type: ignore[attr-defined]
+        scalars["data_workers"] = data_workers
+    check_params(scalars, run_correlate.parameter_constraints)  # type: ignore[attr-defined]
     if data_workers is not None and not data_measures:
         fail("--data-workers goes with --data-measures (it sets the processes computing them)")
     eng = make_engine(engine, ray_address)
