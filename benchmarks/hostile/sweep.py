@@ -919,6 +919,23 @@ def build_cases(t: Path, base: Path) -> list[Case]:
 
     # bad parameter values per flag
     bad = {"neg": "-1", "zero": "0", "nan": "nan", "huge": "1e300", "text": "abc"}
+
+    def zoo_argv(flag: str, value: str) -> list[str]:
+        """``zoo train`` of the tiny modular-addition preset with ``flag value``."""
+        out_z = str(out("bp-z"))
+        return [
+            "zoo",
+            "train",
+            "modular-addition",
+            "--preset",
+            "tiny",
+            "--out",
+            out_z,
+            flag,
+            value,
+            "-q",
+        ]
+
     flags: list[tuple[str, Callable[[str, str], list[str]], str, tuple[str, ...]]] = [
         (
             "analyze",
@@ -997,35 +1014,13 @@ def build_cases(t: Path, base: Path) -> list[Case]:
         ),
         (
             "zoo",
-            lambda f, v: [
-                "zoo",
-                "train",
-                "modular-addition",
-                "--preset",
-                "tiny",
-                "--out",
-                str(out("bp-z")),
-                f,
-                v,
-                "-q",
-            ],
+            zoo_argv,
             "--workers",
             ("neg", "zero", "nan", "huge", "text"),
         ),
         (
             "zoo",
-            lambda f, v: [
-                "zoo",
-                "train",
-                "modular-addition",
-                "--preset",
-                "tiny",
-                "--out",
-                str(out("bp-z")),
-                f,
-                v,
-                "-q",
-            ],
+            zoo_argv,
             "--threads",
             ("neg", "zero", "nan", "huge", "text"),
         ),
