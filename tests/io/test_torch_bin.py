@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from specbound.errors import CheckpointError
+from specbound.io import torch_pickle as tp
 from specbound.io.torch_files import TorchBinFile
 from tests.support import torch_bin_writer as w
 from tests.support.checkpoints import write_tiny_bert
@@ -277,15 +278,20 @@ def _bomb(p: Path) -> Path:
         info = z.getinfo("archive/data/0")
     # local header's and central directory's uncompressed size -> 16
     struct.pack_into("<I", raw, info.header_offset + 22, 16)
-    cd = raw.find(b"PK\x01\x02" + raw[info.header_offset + 4 : info.header_offset + 6])
+    cd = raw.find(b"PK\x01\x02")
     while cd >= 0:
         name_len = struct.unpack_from("<H", raw, cd + 28)[0]
         if raw[cd + 46 : cd + 46 + name_len] == b"archive/data/0":
             struct.pack_into("<I", raw, cd + 24, 16)
-            break
         cd = raw.find(b"PK\x01\x02", cd + 4)
     p.write_bytes(bytes(raw))
     return p
+
+
+def _build_on(module: str, name: str, attr: str) -> bytes:
+    """GLOBAL module.name, then BUILD with (None, {attr: 1}) (the slot-state form: setattr)."""
+    state = w.tup(w.NONE, w.EMPTY_DICT + w.MARK + w.s(attr) + w.i(1) + w.SETITEMS)
+    return w.g(module, name) + state + b"b"
 
 
 HOSTILE = {
@@ -325,7 +331,10 @@ HOSTILE = {
         "_rebuild_qtensor",
     ),
     "protocol_4": (_zip(b"\x80\x04\x95" + bytes(8) + b"}."), "FRAME"),
-    "stack_global": (_zip(w.PROTO2 + w.s("os") + w.s("system") + b"\x93" + b"."), "STACK_GLOBAL"),
+    "stack_global": (
+        _zip(w.PROTO2 + w.s("os") + w.s("system") + b"\x93" + b"."),
+        "global os.system",
+    ),
     "inst_opcode": (_zip(b"(ios\nsystem\nX\x00\x00\x00\x00t."), "INST"),
     "huge_memo_index": (
         _zip(w.PROTO2 + w.EMPTY_DICT + b"r\xff\xff\xff\xff" + w.STOP),
@@ -384,7 +393,19 @@ HOSTILE = {
     "big_endian": (_zip(_state(("x", _T)), byteorder=b"big"), "big"),
     "two_archives": (_zip(_state(("x", _T)), extra={"other/data.pkl": _state()}), "data.pkl"),
     "top_level_list": (_zip(w.PROTO2 + w.EMPTY_LIST + w.MARK + _T + w.APPENDS + w.STOP), "list"),
-    "top_level_tensor": (_zip(w.PROTO2 + _T + w.STOP), "TensorRecord"),
+    "top_level_tensor": (_zip(w.PROTO2 + _T + w.STOP), "holds a tensor"),
+    "build_on_rebuild_function": (
+        _zip(_state(("x", _build_on("torch._utils", "_rebuild_tensor_v2", "__defaults__")))),
+        "BUILD on torch._utils._rebuild_tensor_v2",
+    ),
+    "build_on_storage_type": (
+        _zip(_state(("x", _build_on("torch", "FloatStorage", "itemsize")))),
+        "BUILD on StorageType",
+    ),
+    "build_on_ordered_dict_class": (
+        _zip(_state(("x", _build_on("collections", "OrderedDict", "x")))),
+        "is refused",
+    ),
     "build_on_tensor": (_zip(_state(("x", _T + w.EMPTY_DICT + b"b"))), "BUILD"),
     "legacy_big_endian": (
         lambda p: w.write_legacy(
@@ -431,6 +452,9 @@ def test_hostile_bin_one_error_line(tmp_path, case):
     assert "pytorch_model.bin" in line and needle in line, line
     assert not out.exists()
     assert not Path(_MARKER).exists()
+    # nothing the unpickler hands out was changed for the process
+    assert tp.ALLOWED["torch.FloatStorage"] == tp.StorageType("FloatStorage", 4, "float32")
+    assert tp.ALLOWED["torch._utils._rebuild_tensor_v2"].fn.__defaults__ == (False, None, None)
 
 
 def test_code_execution_payload_in_a_real_process(tmp_path):

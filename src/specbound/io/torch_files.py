@@ -129,6 +129,12 @@ class TorchBinFile:
                 "torch.load(weights_only=True) does; convert it to safetensors from a trusted "
                 "environment"
             )
+        if why.startswith("opcode: "):
+            return CheckpointError(
+                f"{self.path} uses pickle opcode {why.split(': ', 1)[1]}, which "
+                "torch.load(weights_only=True) refuses too; re-save it with torch.save's default "
+                "pickle protocol (2) or convert it to safetensors"
+            )
         if why.startswith("unsupported: "):
             return CheckpointError(
                 f"{self.path} holds {why.split(': ', 1)[1]}; convert it to safetensors"
@@ -212,11 +218,29 @@ class TorchBinFile:
                     f"compressed member '{member}' would inflate to {nbytes} bytes, more than "
                     "half this machine's memory; re-save it uncompressed with torch.save"
                 )
+            self._check_inflates(zf, info)
             self._storages[ref.key] = _Storage(ref.stype, nbytes, None, member)
         else:
             raise self._bad(
                 f"member '{member}' uses zip compression method {info.compress_type} (torch "
                 "writes members stored); re-save it with torch.save"
+            )
+
+    def _check_inflates(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+        """Inflate a compressed member 1 MiB at a time (nothing kept): its declared size and
+        CRC hold, so a bomb-like stream is refused when the file is opened, not mid-analysis."""
+        n = 0
+        try:
+            with zf.open(info) as fh:
+                while chunk := fh.read(2**20):
+                    n += len(chunk)
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise self._bad(f"member '{info.filename}': {first}; re-download it") from None
+        if n != info.file_size:
+            raise self._bad(
+                f"member '{info.filename}' inflates to {n} bytes, not {info.file_size}; "
+                "re-download it"
             )
 
     def _stored_offset(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
@@ -339,7 +363,8 @@ class TorchBinFile:
         if not isinstance(obj, dict):
             raise CheckpointError(
                 f"{self.path} does not hold a state dict of tensors (it holds a "
-                f"{type(obj).__name__}); re-save it with torch.save(model.state_dict())"
+                f"{'tensor' if isinstance(obj, tp.TensorRecord) else type(obj).__name__}); "
+                "re-save it with torch.save(model.state_dict())"
             )
         out: dict[str, tp.TensorRecord] = {}
         for k, v in obj.items():

@@ -144,32 +144,65 @@ class Refused(Exception):
     caller prefixes the file)."""
 
 
-@dataclass(frozen=True)
-class StorageType:
+class _Inert:
+    """Base of every object the unpickler hands out for a global: no ``__dict__``, and a pickle
+    ``BUILD`` on it is refused (``BUILD`` would otherwise set attributes, e.g. a function's
+    ``__defaults__``, for the whole process)."""
+
+    __slots__ = ()
+
+    def __setstate__(self, state: Any) -> None:
+        raise Refused(f"a BUILD on {self!r} (only OrderedDict attributes are accepted)")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageType(_Inert):
     """``torch.<Name>Storage`` as an inert marker: element size and dtype name."""
+
+    __setstate__ = _Inert.__setstate__  # dataclass(slots=True) would add one that sets fields
 
     name: str
     itemsize: int
     dtype: str
 
 
-@dataclass(frozen=True)
-class DtypeMarker:
+@dataclass(frozen=True, slots=True)
+class DtypeMarker(_Inert):
     """``torch.<dtype>`` as an inert marker."""
+
+    __setstate__ = _Inert.__setstate__  # dataclass(slots=True) would add one that sets fields
 
     name: str
     itemsize: int
 
 
-@dataclass(frozen=True)
-class StorageRef:
+@dataclass(frozen=True, slots=True)
+class StorageRef(_Inert):
     """One ``persistent_load`` id: ``numel`` elements of ``stype`` under ``key``; a legacy view
     is ``view = (offset, numel)`` in elements of the root storage."""
+
+    __setstate__ = _Inert.__setstate__  # dataclass(slots=True) would add one that sets fields
 
     stype: StorageType
     key: str
     numel: int
     view: tuple[int, int] | None = None
+
+
+class _Rebuild(_Inert):
+    """A tensor-rebuild function as the unpickler hands it out (callable, not a function: no
+    attributes a ``BUILD`` could set)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., TensorRecord]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> TensorRecord:
+        return self.fn(*args)
+
+    def __repr__(self) -> str:
+        return f"torch._utils.{self.fn.__name__}"
 
 
 class TensorRecord:
@@ -298,7 +331,7 @@ def _allowed() -> dict[str, Any]:
         _rebuild_parameter,
         _rebuild_parameter_with_state,
     ):
-        out[f"torch._utils.{f.__name__}"] = f
+        out[f"torch._utils.{f.__name__}"] = _Rebuild(f)
     for name, (size, dtype) in STORAGE_TYPES.items():
         marker = StorageType(name, size, dtype)
         if name == "UntypedStorage":
@@ -318,24 +351,40 @@ ALLOWED: dict[str, Any] = _allowed()
 
 def scan(data: bytes) -> None:
     """Refuse, before anything is unpickled, any opcode or global the reader does not allow and
-    any memo index beyond the number of opcodes. Raises :class:`Refused`."""
+    any memo index beyond the number of opcodes. Raises :class:`Refused`.
+
+    The whole pickle is walked first, so a refused global is named even when the pickle also
+    uses an opcode torch refuses (``STACK_GLOBAL`` of protocol 4: its module and name are the
+    two strings pushed before it)."""
     if len(data) > MAX_PICKLE_BYTES:
         raise Refused(f"a pickle of {len(data)} bytes (at most {MAX_PICKLE_BYTES} are read)")
     n_ops = 0
+    opcode: str | None = None  # the first refused opcode
+    strings: list[str] = []
     try:
         for op, arg, _ in pickletools.genops(io.BytesIO(data)):
             n_ops += 1
-            if op.name not in ALLOWED_OPCODES:
-                raise Refused(
-                    f"pickle opcode {op.name}, which torch.load(weights_only=True) refuses too"
-                )
             if op.name == "GLOBAL":
                 _check_global(*str(arg).split(" ", 1))
-            elif op.name in ("BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET") and arg >= n_ops:
-                # a pickler numbers its memo 0, 1, ... as it goes
+            elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                _check_global(strings[-2], strings[-1])
+            elif (
+                op.name in ("BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET")
+                and isinstance(arg, int)
+                and arg >= n_ops  # a pickler numbers its memo 0, 1, ... as it goes
+            ):
                 raise Refused(f"memo index {arg} at opcode {n_ops}")
+            if isinstance(arg, str) and op.name not in ("GLOBAL", "STACK_GLOBAL"):
+                strings = [*strings[-1:], arg]
+            elif op.name not in ("MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT", "FRAME"):
+                strings = []
+            if op.name not in ALLOWED_OPCODES and opcode is None:
+                opcode = op.name
     except (ValueError, UnicodeDecodeError) as exc:
-        raise Refused(f"a malformed pickle ({exc})") from None
+        if opcode is None:
+            raise Refused(f"malformed opcodes ({exc})") from None
+    if opcode is not None:
+        raise Refused(f"opcode: {opcode}")
 
 
 def _check_global(module: str, name: str = "") -> None:
@@ -407,5 +456,5 @@ def load(data: bytes, on_storage: Callable[[StorageRef], None] | None = None) ->
     except Exception as exc:  # nothing but the stand-ins above ran
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise Refused(
-            f"a malformed pickle ({type(exc).__name__}{': ' if first else ''}{first})"
+            f"an object it cannot rebuild ({type(exc).__name__}{': ' if first else ''}{first})"
         ) from None
