@@ -482,3 +482,31 @@ def test_torch_refuses_the_same_globals(tmp_path):
         with pytest.raises(pickle.UnpicklingError):
             torch.load(p, weights_only=True)
         assert not Path(_MARKER).exists()
+
+
+@pytest.mark.parametrize("layout", ["zip", "deflated", "legacy"])
+def test_corrupted_bytes_give_a_checkpoint_error(tmp_path, layout):
+    """Random byte changes anywhere in a small file: it opens and reads (finite float64
+    values of the right shape) or raises CheckpointError, never anything else (seeded)."""
+    rng = np.random.default_rng(3)
+    arrays = {"a": rng.standard_normal((3, 4)).astype(np.float32), "b": rng.standard_normal(5)}
+    good = w.write_state(
+        tmp_path / "good.bin", arrays, legacy=layout == "legacy", compress=layout == "deflated"
+    ).read_bytes()
+    p = tmp_path / "bad.bin"
+    messages = []
+    for trial in range(300):
+        raw = bytearray(good)
+        for _ in range(1 + trial % 3):
+            raw[int(rng.integers(len(raw)))] = int(rng.integers(256))
+        if trial % 10 == 9:
+            raw = raw[: int(rng.integers(len(raw)))]
+        p.write_bytes(bytes(raw))
+        try:
+            f = TorchBinFile(p)
+            for name in f.names():
+                got = f.get(name)
+                assert got.dtype == np.float64 and got.shape == f.shape(name)
+        except CheckpointError as exc:
+            messages.append(str(exc))
+    assert messages and not [m for m in messages if "\n" in m or str(p) not in m]

@@ -31,6 +31,7 @@ import os
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,30 @@ def _last(rec: tp.TensorRecord) -> int:
     """Index, in elements from the storage's start, of the last element ``rec`` reads (its
     shape has no zero)."""
     return rec.offset + sum((n - 1) * s for n, s in zip(rec.shape, rec.strides, strict=True))
+
+
+class _MapReader:
+    """A read-only file over a memory map, for ``pickletools.genops``: a read never returns (or
+    allocates) more than the map holds, whatever length a hostile opcode declares."""
+
+    def __init__(self, mm: mmap.mmap) -> None:
+        self._mm, self._pos = mm, 0
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self._mm) if n < 0 else min(len(self._mm), self._pos + n)
+        out = self._mm[self._pos : end]
+        self._pos = max(self._pos, end)
+        return out
+
+    def readline(self) -> bytes:
+        end = self._mm.find(b"\n", self._pos)
+        return self.read(-1 if end < 0 else end + 1 - self._pos)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int) -> None:
+        self._pos = pos
 
 
 class _Storage:
@@ -109,7 +134,20 @@ class TorchBinFile:
                 )
         except tp.Refused as exc:
             raise self._refusal(str(exc)) from None
-        except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+        except CheckpointError:
+            raise
+        except (  # what zipfile and file reads raise on a corrupt or truncated file
+            OSError,
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            EOFError,
+            ValueError,
+            struct.error,
+            NotImplementedError,
+            RuntimeError,
+            OverflowError,
+            zlib.error,
+        ) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise self._bad(f"{first} (truncated or corrupt?); re-download it") from None
         self._tensors = self._state(obj)
@@ -234,7 +272,7 @@ class TorchBinFile:
             with zf.open(info) as fh:
                 while chunk := fh.read(2**20):
                     n += len(chunk)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError, zlib.error) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise self._bad(f"member '{info.filename}': {first}; re-download it") from None
         if n != info.file_size:
@@ -278,26 +316,26 @@ class TorchBinFile:
     # -- the legacy format ----------------------------------------------------------------------
 
     def _open_legacy(self) -> Any:
-        with open(self.path, "rb") as fh:
-            magic = tp.load(self._next_pickle(fh))
-            if magic != _LEGACY_MAGIC:
-                raise self._bad("its magic number is wrong (not a torch.save file?)")
-            protocol = tp.load(self._next_pickle(fh))
-            if protocol != _LEGACY_PROTOCOL:
-                raise self._bad(f"legacy protocol {protocol!r} is not {_LEGACY_PROTOCOL}")
-            info = tp.load(self._next_pickle(fh))
-            if not isinstance(info, dict) or info.get("little_endian") is not True:
-                raise self._bad(
-                    "it was saved on a big-endian machine (or says nothing of its byte order); "
-                    "re-save it on a little-endian one or convert it to safetensors"
-                )
-            refs: list[tp.StorageRef] = []
-            obj = tp.load(self._next_pickle(fh), refs.append)
-            keys = tp.load(self._next_pickle(fh))
-            data_start = fh.tell()
-            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-                raise tp.Refused("a storage key list that is not a list of strings")
-            self._legacy_storages(fh, refs, keys, data_start)
+        fh = _MapReader(self._map())
+        magic = tp.load(self._next_pickle(fh))
+        if magic != _LEGACY_MAGIC:
+            raise self._bad("its magic number is wrong (not a torch.save file?)")
+        protocol = tp.load(self._next_pickle(fh))
+        if protocol != _LEGACY_PROTOCOL:
+            raise self._bad(f"legacy protocol {protocol!r} is not {_LEGACY_PROTOCOL}")
+        info = tp.load(self._next_pickle(fh))
+        if not isinstance(info, dict) or info.get("little_endian") is not True:
+            raise self._bad(
+                "it was saved on a big-endian machine (or says nothing of its byte order); "
+                "re-save it on a little-endian one or convert it to safetensors"
+            )
+        refs: list[tp.StorageRef] = []
+        obj = tp.load(self._next_pickle(fh), refs.append)
+        keys = tp.load(self._next_pickle(fh))
+        data_start = fh.tell()
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise tp.Refused("a storage key list that is not a list of strings")
+        self._legacy_storages(fh, refs, keys, data_start)
         return obj
 
     def _next_pickle(self, fh: Any) -> bytes:
@@ -461,7 +499,7 @@ class TorchBinFile:
         try:
             with zipfile.ZipFile(self.path) as zf, zf.open(st.member) as fh:
                 data = fh.read(st.nbytes + 1)
-        except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError, RuntimeError, zlib.error) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise self._bad(f"member '{st.member}': {first}; re-download it") from None
         if len(data) != st.nbytes:
