@@ -470,6 +470,7 @@ def test_code_execution_payload_in_a_real_process(tmp_path):
     assert not Path(_MARKER).exists()
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_torch_refuses_the_same_globals(tmp_path):
     """torch.load(weights_only=True) refuses the code-execution payloads too (so both readers
     draw the line in the same place for them)."""

@@ -1,8 +1,9 @@
 """Loading checkpoints: a config dict plus a lazy, per-tensor source of weights.
 
 Safetensors files (fp64/fp32/fp16/bf16, single or sharded) are memory-mapped and read one tensor
-at a time without torch. ``pytorch_model.bin`` goes through ``torch.load(weights_only=True)``;
-anything that needs arbitrary unpickling is refused. Every tensor handed out is float64 and
+at a time without torch. ``pytorch_model.bin`` is read without torch too, by a restricted
+unpickler as strict as ``torch.load(weights_only=True)``; anything that needs arbitrary
+unpickling is refused. Every tensor handed out is float64 and
 checked to be finite. The readers live beside this module: ``safetensors.py``,
 ``torch_files.py``, ``gguf.py`` (llama.cpp files), ``sources.py`` (state dicts, shards),
 ``hub.py`` (hub ids), ``files.py`` (file and JSON guards); this module resolves what the user
