@@ -25,4 +25,22 @@ for _ in $(seq "$ROUNDS"); do
   run full "$FULL" "$HERE/src"
 done
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Streaming: a 420 MB zip-format .bin (100 float32 1024 x 1024 tensors, written by the tests'
+# torch-free writer), every tensor read as float64 and dropped: the torch-free reader in the core
+# venv against torch.load(weights_only=True, mmap=True) + .double() in the full venv, and the
+# floor (python + numpy + the reader imported, nothing read).
+PYTHONPATH="$HERE/src:$HERE" "$FULL" -c "
+import numpy as np; from pathlib import Path; from tests.support.torch_bin_writer import write_state
+rng = np.random.default_rng(0)
+write_state(Path('$OUT/big.bin'), {f't{i}': rng.standard_normal((1024, 1024)).astype(np.float32) for i in range(100)})"
+/usr/bin/time -f "stream-floor %e s %M KiB" env PYTHONPATH="$HERE/src" "$CORE" -c \
+  "import numpy, specbound.io.torch_files"
+/usr/bin/time -f "stream-torch-free %e s %M KiB" env PYTHONPATH="$HERE/src" "$CORE" -c "
+from specbound.io.torch_files import TorchBinFile
+f = TorchBinFile('$OUT/big.bin')
+for n in f.names(): f.get(n)"
+/usr/bin/time -f "stream-torch.load %e s %M KiB" "$FULL" -c "
+import torch
+sd = torch.load('$OUT/big.bin', weights_only=True, mmap=True)
+for t in sd.values(): t.double().numpy()"
 rm -rf "$OUT"
