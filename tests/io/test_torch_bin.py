@@ -511,3 +511,25 @@ def test_corrupted_bytes_give_a_checkpoint_error(tmp_path, layout):
         except CheckpointError as exc:
             messages.append(str(exc))
     assert messages and not [m for m in messages if "\n" in m or str(p) not in m]
+
+
+def test_sharded_bin_same_as_safetensors(tmp_path):
+    """pytorch_model.bin.index.json over two .bin shards (one zip, one legacy): the proxies of
+    the same weights in one safetensors file, exactly."""
+    d = write_tiny_bert(tmp_path / "m", prefix="bert.")
+    weights = load_file(str(d / "model.safetensors"))
+    import specbound
+
+    ref = specbound.analyze(str(d), cache=False)
+    (d / "model.safetensors").unlink()
+    names = list(weights)
+    half = {n: weights[n] for n in names[: len(names) // 2]}
+    rest = {n: weights[n] for n in names[len(names) // 2 :]}
+    w.write_state(d / "pytorch_model-00001-of-00002.bin", half)
+    w.write_state(d / "pytorch_model-00002-of-00002.bin", rest, legacy=True)
+    index = {n: "pytorch_model-00001-of-00002.bin" for n in half}
+    index.update({n: "pytorch_model-00002-of-00002.bin" for n in rest})
+    (d / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": index}))
+    a = specbound.analyze(str(d), cache=False)
+    assert a.bounds.spectrum_adaptive.ln == ref.bounds.spectrum_adaptive.ln
+    assert a.bounds.norm_based.ln == ref.bounds.norm_based.ln
