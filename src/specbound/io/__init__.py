@@ -3,8 +3,9 @@
 - ``files``: file and JSON guards (regular files only, bounded reads, duplicate keys refused),
   strict JSON out (no NaN/Infinity), atomic single-file writes.
 - ``safetensors``: the safetensors reader (whole header validated before any offset is used).
-- ``torch_files``: ``pytorch_model.bin`` (zip and legacy formats) without torch, memory-mapped;
-  ``torch_pickle``: its restricted unpickler, as strict as ``torch.load(weights_only=True)``.
+- ``torch_files``: ``pytorch_model.bin`` without torch, tensors memory-mapped and read lazily;
+  ``torch_layout``: where its storages lie (zip format, legacy format); ``torch_pickle``: its
+  restricted unpickler, as strict as ``torch.load(weights_only=True)``.
 - ``sources``: the tensor-source protocol, shards, in-memory state dicts.
 - ``checkpoint``: what the user passed (directory, ``demo:minilm``, hub id, module, state dict)
   -> a ``Checkpoint``.
