@@ -223,6 +223,8 @@ class TorchArchive:
                 f"storage member '{member}' holds {info.file_size} bytes but its "
                 f"{ref.stype.name} of {ref.numel} elements needs {nbytes}; re-download it"
             )
+        if info.flag_bits & 0x1:
+            raise self.bad(f"storage member '{member}' is encrypted; re-save it with torch.save")
         if info.compress_type == zipfile.ZIP_STORED:
             offset = self._stored_offset(zf, info)
             self._storages[ref.key] = Storage(ref.stype, nbytes, offset, None)
@@ -268,7 +270,8 @@ class TorchArchive:
         fields = _LOCAL_HEADER.unpack(head)
         name_len, extra_len = fields[-2], fields[-1]
         name = fp.read(name_len)
-        if name.decode("utf-8", "replace") != info.filename:
+        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        if name.decode(encoding, "replace") != info.orig_filename:
             raise self.bad(f"member '{info.filename}' has a local header of another name")
         start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
         if start + info.file_size > self._size:
