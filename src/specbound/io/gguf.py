@@ -290,7 +290,9 @@ class GGUFFile:
             raise
         # the header's pages (a tokenizer of a few MB) are not needed again
         with contextlib.suppress(OSError, ValueError, AttributeError):
-            self._mm.madvise(mmap.MADV_DONTNEED, 0, self.data_start // mmap.PAGESIZE * mmap.PAGESIZE)
+            self._mm.madvise(
+                mmap.MADV_DONTNEED, 0, self.data_start // mmap.PAGESIZE * mmap.PAGESIZE
+            )
 
     def _read_header(self, buf: mmap.mmap, size: int) -> None:
         cur = _Header(buf, size, self._corrupt)
@@ -514,6 +516,8 @@ class GGUFFile:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
+
+
 class RenamedSource:
     """A TensorSource showing ``source``'s tensors under other names: ``names`` maps each new
     name to (source name, transposed), transposed 2-d tensors being handed out as their ``.T``."""
@@ -660,9 +664,7 @@ def find_gguf(directory: Path) -> Path | None:
         entries = list(directory.iterdir())
     except OSError as exc:
         raise CheckpointError(f"cannot list {directory}: {exc.strerror or exc}") from None
-    found = sorted(
-        p for p in entries if p.suffix.lower() == ".gguf" and not p.name.startswith(".")
-    )
+    found = sorted(p for p in entries if p.suffix.lower() == ".gguf" and not p.name.startswith("."))
     if len(found) > 1:
         raise CheckpointError(
             f"{directory} holds {len(found)} GGUF files ({', '.join(p.name for p in found[:4])}"
