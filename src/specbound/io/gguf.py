@@ -32,7 +32,7 @@ import mmap
 import os
 import struct
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -123,7 +123,11 @@ GGML_TYPES: dict[int, GGMLType] = {
 }
 #: The float types numpy reads itself (BF16 as uint16, widened by hand); the integer types are
 #: refused when read; every other type goes through gguf.quants.
-_FLOATS = {"F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2")}
+_FLOATS: dict[str, np.dtype] = {
+    "F64": np.dtype("<f8"),
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+}
 _INTEGERS = ("I8", "I16", "I32", "I64")
 
 
@@ -182,7 +186,7 @@ class ArrayInfo(NamedTuple):
     """A metadata array, skipped: its element type, length, and where its elements lie."""
 
     item_type: int
-    count: int
+    length: int
     start: int
     nbytes: int
 
@@ -190,7 +194,9 @@ class ArrayInfo(NamedTuple):
 class _Header:
     """A bounds-checked little-endian cursor over the mapped file (the header parse only)."""
 
-    def __init__(self, buf: mmap.mmap, size: int, corrupt: Any) -> None:
+    def __init__(
+        self, buf: mmap.mmap, size: int, corrupt: Callable[[str], CheckpointError]
+    ) -> None:
         self.buf, self.size, self.pos, self.corrupt = buf, size, 0, corrupt
 
     def take(self, n: int, what: str) -> int:
@@ -237,21 +243,19 @@ class _Header:
             )
 
     def skip_strings(self, count: int, what: str) -> None:
-        """Skip ``count`` strings (u64 length + bytes each) without decoding them."""
-        buf, size, unpack = self.buf, self.size, _U64.unpack_from
+        """Skip ``count`` strings (u64 length + bytes each) without decoding them: one unpack per
+        string, each length checked against the end of the file."""
+        buf, end, unpack = self.buf, self.size - 8, _U64.unpack_from
         pos = self.pos
-        for i in range(count):
-            if pos > size - 8:
-                break
-            pos += 8 + unpack(buf, pos)[0]
-            if pos > size:
-                break
-        else:
-            self.pos = pos
-            return
-        raise self.corrupt(
-            f"string {i} of {what} runs past the end of the file ({size} bytes; truncated?)"
-        )
+        for k in range(count):
+            n = unpack(buf, pos)[0] if pos <= end else 0
+            if pos > end or n > end - pos:
+                raise self.corrupt(
+                    f"string {k} of {what} runs past the end of the file ({self.size} bytes; "
+                    "truncated?)"
+                )
+            pos += 8 + n
+        self.pos = pos
 
 
 class GGUFFile:
@@ -389,9 +393,10 @@ class GGUFFile:
         if kind is None:
             raise self._corrupt(f"{what} has unknown ggml type {code}")
         offset = cur.u64(f"the data offset of {what}")
-        if dims and dims[0] % kind.block:
+        first = dims[0] if dims else 1  # a 0-d tensor holds one element
+        if first % kind.block:
             raise self._corrupt(
-                f"{what} of type {kind.name} has a first dimension of {dims[0]}, not a multiple "
+                f"{what} of type {kind.name} has a first dimension of {first}, not a multiple "
                 f"of its block size {kind.block}"
             )
         nbytes = math.prod(dims) // kind.block * kind.size  # Python integers: no overflow
@@ -484,9 +489,9 @@ class GGUFFile:
                     f"tensor '{name}' in {self.path} is stored as {kind}; dequantizing it needs "
                     f"the gguf package ({INSTALL})"
                 ) from None
-            qtype = gguf.GGMLQuantizationType[kind]
-            rows = raw.reshape(gguf.quants.quant_shape_to_byte_shape(shape, qtype))
-            try:
+            try:  # an older gguf may lack a type of GGML_TYPES, or its decoder
+                qtype = gguf.GGMLQuantizationType[kind]
+                rows = raw.reshape(gguf.quants.quant_shape_to_byte_shape(shape, qtype))
                 data = gguf.quants.dequantize(rows, qtype)
             except (NotImplementedError, KeyError):
                 data = None
