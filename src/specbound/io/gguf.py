@@ -229,7 +229,7 @@ class _Header:
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise self.corrupt(f"{what} is not UTF-8 text (GGUF strings are UTF-8)") from None
+            raise self.corrupt(f"{what} is not UTF-8 text, as GGUF strings must be") from None
 
     def count(self, n: int, least: int, what: str, cap: int | None = None) -> None:
         """``n`` items of at least ``least`` bytes each fit in the rest of the file (and ``cap``):
@@ -289,14 +289,11 @@ class GGUFFile:
             raise CheckpointError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         try:
             self._read_header(self._mm, size)
-        except BaseException:
+        finally:
+            # the header's pages (a tokenizer of a few MB) are not needed again; the data is
+            # mapped anew on the first tensor read (so an unread file holds no mapping, like
+            # SafetensorsFile)
             self.close()
-            raise
-        # the header's pages (a tokenizer of a few MB) are not needed again
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            self._mm.madvise(
-                mmap.MADV_DONTNEED, 0, self.data_start // mmap.PAGESIZE * mmap.PAGESIZE
-            )
 
     def _read_header(self, buf: mmap.mmap, size: int) -> None:
         cur = _Header(buf, size, self._corrupt)
