@@ -16,7 +16,7 @@ import pytest
 
 import specbound
 from specbound.errors import CheckpointError
-from specbound.io.gguf import MAX_KV, GGUFFile
+from specbound.io.gguf_file import MAX_KV, GGUFFile
 from tests.support.cli_runner import run_cli
 from tests.support.gguf_bytes import (
     ARRAY,

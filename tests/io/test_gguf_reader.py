@@ -17,7 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from specbound.errors import CheckpointError  # noqa: E402
-from specbound.io.gguf import GGML_TYPES, GGUFFile  # noqa: E402
+from specbound.io.gguf_file import GGML_TYPES, GGUFFile  # noqa: E402
 from tests.io.test_gguf import SMOL, _smol, _weights, _write_llama  # noqa: E402
 from tests.support.gguf_bytes import build_file, patched_offsets  # noqa: E402
 
