@@ -343,3 +343,14 @@ def test_upper_case_gguf_alone_and_given_directly(tmp_path):
     (d / "M.GGUF").write_bytes(build_file())
     assert run_cli("inspect", d).code == 0  # found by the case-insensitive scan
     assert run_cli("inspect", d / "M.GGUF").code == 0
+
+
+def test_file_changed_after_header(tmp_path):
+    """Truncated between the header read and the first tensor read: one line, no SIGBUS."""
+    p = tmp_path / "m.gguf"
+    p.write_bytes(build_file())
+    f = GGUFFile(p)
+    with open(p, "r+b") as fh:
+        fh.truncate(f.data_start + 100)
+    with pytest.raises(CheckpointError, match="changed size since its header was read"):
+        f.get("blk.0.attn_q.weight")

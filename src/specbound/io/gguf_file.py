@@ -240,6 +240,7 @@ class GGUFFile:
         except OSError as exc:
             raise CheckpointError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         try:
+            self.size = size
             self._read_header(self._mm, size)
         finally:
             # the header's pages (a tokenizer of a few MB) are not needed again; the data is
@@ -383,9 +384,18 @@ class GGUFFile:
         if self._mm is None:
             try:
                 with open(self.path, "rb") as fh:
-                    self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            except OSError as exc:
-                raise CheckpointError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:  # ValueError: the file is now empty
+                raise CheckpointError(
+                    f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}"
+                ) from None
+            if len(mm) != self.size:  # the header's offsets were checked against that size
+                mm.close()
+                raise CheckpointError(
+                    f"{self.path} changed size since its header was read; rerun on a file "
+                    "nobody is writing"
+                )
+            self._mm = mm
         return self._mm
 
     def field(self, key: str) -> Any:
