@@ -43,8 +43,9 @@ VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32
 #: llama.cpp's GGML_MAX_DIMS.
 MAX_DIMS = 4
-#: Sanity caps far above any real file (a 671B MoE has about 1,100 tensors and 60 keys); a count
-#: above them, or above what the rest of the file could hold, is refused before any loop.
+#: Sanity caps far above any real file (published GGUFs hold a few thousand tensors at most and
+#: well under a hundred keys); a count above them, or above what the rest of the file could hold,
+#: is refused before any loop.
 MAX_KV = 1 << 16
 MAX_TENSORS = 1 << 20
 
