@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--baseline-src", type=Path, help="an older specbound's src/ to time too")
+    ap.add_argument("--baseline-label", help="what the baseline is, for the machine file")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "specbound-real")
     args = ap.parse_args(argv)
     run = _run_py()
@@ -162,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), file=sys.stderr)
     info["load_avg_end"] = os.getloadavg()
     info["distribution"] = f"{DIST}=={version}"
-    info["baseline_src"] = str(args.baseline_src) if args.baseline_src else None
+    info["baseline"] = (
+        (args.baseline_label or str(args.baseline_src)) if args.baseline_src else None
+    )
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
