@@ -241,11 +241,25 @@ def test_unsupported_architecture_and_type(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_missing_gguf_package_is_one_line(tmp_path, monkeypatch):
+def test_without_gguf_package_floats_read_quantized_one_line(tmp_path, monkeypatch):
+    """The header is specbound's own and F32/F16 are read by numpy: without the gguf package an
+    F32 file analyzes to the same numbers; a Q8_0 file opens (inspect lists its tensors) and its
+    first quantized tensor is one line naming the tensor and the extra."""
     _write_llama(tmp_path / "m.gguf", _weights(5))
+    _write_llama(tmp_path / "q.gguf", _weights(5), "Q8_0")
+    with_gguf = specbound.analyze(str(tmp_path / "m.gguf"), cache=False)
     monkeypatch.setitem(sys.modules, "gguf", None)
+    without = specbound.analyze(str(tmp_path / "m.gguf"), cache=False)
+    col = "spectral_norm"
+    np.testing.assert_array_equal(without.matrices[col], with_gguf.matrices[col])
+    ckpt = load_checkpoint(str(tmp_path / "q.gguf"))
+    assert ckpt.source.dtype("model.layers.0.self_attn.q_proj.weight") == "Q8_0"
+    assert run_cli("inspect", tmp_path / "q.gguf").code == 0
     with pytest.raises(CheckpointError, match=r"pip install 'specbound\[gguf\]'"):
-        load_checkpoint(str(tmp_path / "m.gguf"))
+        ckpt.source.get("model.layers.0.self_attn.q_proj.weight")
+    r = run_cli("analyze", tmp_path / "q.gguf", "--out", tmp_path / "o", "--no-cache")
+    assert r.code == 2 and "blk.0." in r.one_error_line() and "specbound[gguf]" in r.err
+    assert not (tmp_path / "o").exists()
 
 
 def test_cli_analyze_gguf(tmp_path):

@@ -82,23 +82,40 @@ class Adapter:
                 return self.config[k]
         if required and default is None:
             raise ConfigError(
-                f"config.json of {self.checkpoint.name} lacks '{keys[0]}'; add it or use a "
-                "mapping file"
+                f"{self.where} lacks '{self.key_name(keys[0])}'; "
+                + self.advice("add it or use a mapping file")
             )
         return default
 
     @property
     def where(self) -> str:
-        """Where the sizes come from, for messages."""
-        return f"config.json of {self.checkpoint.name}"
+        """Where the sizes come from, for messages ("config.json of <name>", or a GGUF file's
+        metadata: the checkpoint's ConfigOrigin)."""
+        return f"{self.checkpoint.origin.what} of {self.checkpoint.name}"
+
+    def key_name(self, key: str) -> str:
+        """Config key ``key`` as its origin spells it (``llama.block_count`` in a GGUF file)."""
+        return self.checkpoint.origin.key(key)
+
+    def file_tensor(self, name: str) -> str:
+        """Tensor ``name`` as the file stores it (``blk.0.attn_q.weight`` in a GGUF file)."""
+        return self.checkpoint.origin.tensor(name)
+
+    def advice(self, default: str) -> str:
+        """What to do about a config that disagrees with the weights: ``default`` (worded for
+        config.json) unless the config comes from elsewhere (a GGUF file: re-convert it)."""
+        return self.checkpoint.origin.advice or default
 
     def size(self, *keys: str, default: int | None = None) -> int:
         """The first of ``keys`` present in config.json, checked to be a positive integer."""
         for k in keys:
             if self.config.get(k) is not None:
-                return positive_int(self.config[k], k, self.where)
+                return positive_int(self.config[k], self.key_name(k), self.where)
         if default is None:
-            raise ConfigError(f"{self.where} lacks '{keys[0]}'; add it or use a mapping file")
+            raise ConfigError(
+                f"{self.where} lacks '{self.key_name(keys[0])}'; "
+                + self.advice("add it or use a mapping file")
+            )
         return positive_int(default, keys[0], self.where)
 
     def which(self, *keys: str) -> str:
@@ -118,25 +135,27 @@ class Adapter:
         """Blocks ``0..count-1`` of one stack (``roles(l)`` names block l's tensors) end at
         ``count - 1``: some tensor of block ``count - 1`` exists and none of block ``count``."""
         last = [t for ts in roles(count - 1).roles.values() for t in ts]
+        shown, fix = self.key_name(key), self.advice(f"set {key} to the number of stored blocks")
         if not any(t in self._names for t in last):
             raise ConfigError(
-                f"{self.where} says {key} = {count}, but the weights have no block {count - 1} "
-                f"(no tensor '{last[0]}'); set {key} to the number of stored blocks"
+                f"{self.where} says {shown} = {count}, but the weights have no block {count - 1} "
+                f"(no tensor '{self.file_tensor(last[0])}'); {fix}"
             )
         extra = [t for ts in roles(count).roles.values() for t in ts if t in self._names]
         if extra:
             raise ConfigError(
-                f"{self.where} says {key} = {count}, but the weights also hold block {count} "
-                f"('{extra[0]}'); set {key} to the number of stored blocks"
+                f"{self.where} says {shown} = {count}, but the weights also hold block {count} "
+                f"('{self.file_tensor(extra[0])}'); {fix}"
             )
 
     def head_dim(self, hidden: int, heads: int) -> int:
         if self.config.get("head_dim") is not None:
-            return positive_int(self.config["head_dim"], "head_dim", self.where)
+            return positive_int(self.config["head_dim"], self.key_name("head_dim"), self.where)
         if heads <= 0 or hidden % heads:
             raise ConfigError(
-                f"hidden_size {hidden} is not divisible by the number of attention heads {heads} "
-                f"in config.json of {self.checkpoint.name}; fix config.json or set head_dim"
+                f"{self.key_name('hidden_size')} {hidden} is not divisible by the number of "
+                f"attention heads {heads} in {self.where}; "
+                + self.advice("fix config.json or set head_dim")
             )
         return hidden // heads
 
@@ -144,15 +163,16 @@ class Adapter:
         """Tensor ``name`` as float64, its shape checked against what config.json implies."""
         if name not in self._names:
             raise CheckpointError(
-                f"tensor '{name}' not found in {self.checkpoint.name}; the weights do not match "
-                f"the '{self.spec().architecture}' layout (wrong model_type in config.json, or use "
-                "a mapping file)"
+                f"tensor '{self.file_tensor(name)}' not found in {self.checkpoint.name}; the "
+                f"weights do not match the '{self.spec().architecture}' layout ("
+                + self.advice("wrong model_type in config.json, or use a mapping file")
+                + ")"
             )
         got = tuple(self.source.shape(name))
         if shape is not None and got != tuple(shape):
             raise ConfigError(
-                f"tensor '{name}' has shape {got} but config.json of {self.checkpoint.name} "
-                f"implies {tuple(shape)}; check that config.json belongs to these weights"
+                f"tensor '{self.file_tensor(name)}' has shape {got} but {self.where} implies "
+                f"{tuple(shape)}; " + self.advice("check that config.json belongs to these weights")
             )
         return self.source.get(name)
 

@@ -63,8 +63,9 @@ class LlamaAdapter(PatternAdapter):
         kv = self.size("num_key_value_heads", default=h)
         if kv <= 0 or h % kv:
             raise ConfigError(
-                f"num_attention_heads {h} is not a multiple of num_key_value_heads {kv} in "
-                f"config.json of {self.checkpoint.name}; fix config.json"
+                f"{self.key_name('num_attention_heads')} {h} is not a multiple of "
+                f"{self.key_name('num_key_value_heads')} {kv} in {self.where}; "
+                + self.advice("fix config.json")
             )
         notes = [GATED_NOTE, ROPE_NOTE, *self.extra_notes]
         if kv != h:

@@ -25,7 +25,14 @@ from .files import MAX_JSON_BYTES, check_regular_file, parse_json, read_small_fi
 from .gguf import find_gguf, gguf_checkpoint_parts
 from .hub import is_hub_id, resolve_hub_id
 from .safetensors import MAX_HEADER_BYTES, SafetensorsFile
-from .sources import DictSource, ShardedSource, TensorSource, check_finite, untied_state
+from .sources import (
+    ConfigOrigin,
+    DictSource,
+    ShardedSource,
+    TensorSource,
+    check_finite,
+    untied_state,
+)
 from .torch_files import TorchBinFile
 
 __all__ = [  # the names of the former specbound.io.checkpoint, wherever they live now
@@ -33,6 +40,7 @@ __all__ = [  # the names of the former specbound.io.checkpoint, wherever they li
     "MAX_JSON_BYTES",
     "WEIGHT_FILES",
     "Checkpoint",
+    "ConfigOrigin",
     "DictSource",
     "SafetensorsFile",
     "ShardedSource",
@@ -107,6 +115,8 @@ class Checkpoint:
     source: TensorSource
     path: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: Where the config and tensor names come from, for messages (default: config.json).
+    origin: ConfigOrigin = field(default_factory=ConfigOrigin)
 
     def fingerprint(self) -> str | None:
         fp = self.source.fingerprint()
@@ -152,8 +162,8 @@ def open_weights(directory: Path) -> TensorSource:
 def load_gguf(path: Path, name: str | None = None) -> Checkpoint:
     """A llama.cpp .gguf file: config from its metadata, tensors under Hugging Face names
     (:mod:`specbound.io.gguf`)."""
-    config, source, notes = gguf_checkpoint_parts(path)
-    return Checkpoint(name or str(path), config, source, path=path, notes=notes)
+    config, source, notes, origin = gguf_checkpoint_parts(path)
+    return Checkpoint(name or str(path), config, source, path=path, notes=notes, origin=origin)
 
 
 def load_directory(directory: str | os.PathLike[str], name: str | None = None) -> Checkpoint:

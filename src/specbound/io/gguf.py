@@ -1,18 +1,14 @@
-"""GGUF files (llama.cpp, ollama, LM Studio) read directly through llama.cpp's own reader.
+"""GGUF files (llama.cpp, ollama, LM Studio) mapped onto the registered adapters (SPEC 8).
 
-``gguf.GGUFReader`` memory-maps the file; :class:`GGUFFile` hands out one tensor at a time,
-dequantized by ``gguf.quants.dequantize`` and cast to float64 (F32/F16/BF16 exactly; the quantized
-types are decoded by gguf in float32 arithmetic: scale x small integer products are exact there, a
-sum with a block minimum is rounded to float32), so peak memory is a small multiple of the largest
-tensor. GGUF lists a tensor's dims fastest first (``ne[0]`` = the input size of a linear map); the
-reader's array, and so every tensor here, is in numpy order, (out, in) like ``nn.Linear.weight``.
-
-:func:`load_gguf` maps the file onto the registered adapters (SPEC 8): a config dict from the
+The file is read by :class:`specbound.io.gguf_file.GGUFFile` (specbound's own header reader; the
+``gguf`` package only dequantizes). :func:`gguf_checkpoint_parts` gives a config dict from the
 metadata (``<arch>.block_count``, ``.embedding_length``, ``.attention.head_count``,
-``.attention.head_count_kv``, ``.feed_forward_length``, ``.attention.key_length``) and the
+``.attention.head_count_kv``, ``.feed_forward_length``, ``.attention.key_length``), the
 ``blk.{l}.*`` tensors under the Hugging Face names of the family's adapter, so streaming, the cache
-and every command work unchanged. llama.cpp permutes the rows of W_Q and W_K inside each head for
-its rotary layout; the same permutation acts on both, so QK is unchanged and nothing is undone.
+and every command work unchanged, and a ConfigOrigin, so that an error about the sizes names the
+GGUF metadata key and the file's tensor name. llama.cpp permutes the rows of W_Q and W_K inside
+each head for its rotary layout; the same permutation acts on both, so QK is unchanged and
+nothing is undone.
 """
 
 from __future__ import annotations
@@ -20,16 +16,15 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import CheckpointError
-from .files import check_regular_file, file_stamp
-from .sources import check_finite
-
-INSTALL = "pip install 'specbound[gguf]'"
+from .gguf_file import GGUFFile
+from .sources import ConfigOrigin
 
 #: llama.cpp tensor stem -> Hugging Face module name, per adapter layout.
 _LLAMA = {
@@ -69,91 +64,6 @@ PERMUTE_NOTE = (
     "llama.cpp's rotary row permutation of W_Q and W_K (the same in both) leaves QK unchanged; "
     "not undone"
 )
-
-
-def _import_gguf(path: Path) -> Any:
-    try:
-        import gguf
-    except ImportError:
-        raise CheckpointError(
-            f"{path} is a GGUF file; reading it needs the gguf package ({INSTALL})"
-        ) from None
-    return gguf
-
-
-class GGUFFile:
-    """One .gguf file as a TensorSource under its own (llama.cpp) tensor names."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        check_regular_file(self.path, "GGUF file")
-        gguf = _import_gguf(self.path)
-        self._quants = gguf.quants
-        with open(self.path, "rb") as fh:
-            magic = fh.read(4)
-        if magic != b"GGUF":
-            raise self._corrupt(f"wrong magic {magic!r}, expected b'GGUF'")
-        try:
-            reader = gguf.GGUFReader(self.path, "r")
-        except Exception as exc:  # the reader raises whatever numpy/struct raise on bad bytes
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise self._corrupt(first) from None
-        # keep the scalar metadata only: the reader's parsed fields (a tokenizer's vocabulary,
-        # tens of thousands of small arrays) are dropped once the file is open
-        scalar = gguf.GGUFValueType.ARRAY
-        self._meta = {
-            k: f.contents() for k, f in reader.fields.items() if f.types and f.types[0] != scalar
-        }
-        size = self.path.stat().st_size
-        self._tensors = {}
-        for t in reader.tensors:
-            end = int(t.data_offset) + int(t.n_bytes)
-            if end > size or t.data.nbytes != int(t.n_bytes):
-                raise self._corrupt(
-                    f"tensor '{t.name}' runs to byte {end}, past the end of the file ({size} bytes)"
-                )
-            self._tensors[t.name] = t
-
-    def _corrupt(self, why: str) -> CheckpointError:
-        return CheckpointError(
-            f"{self.path} is not a readable GGUF file ({why}); re-download or re-convert it"
-        )
-
-    def field(self, key: str) -> Any:
-        """The scalar metadata value ``key`` (None when absent or an array)."""
-        return self._meta.get(key)
-
-    def names(self) -> list[str]:
-        return list(self._tensors)
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(int(d) for d in reversed(self._tensors[name].shape))
-
-    def dtype(self, name: str) -> str:
-        return str(self._tensors[name].tensor_type.name)
-
-    def get(self, name: str) -> np.ndarray:
-        t = self._tensors[name]
-        qt = self._quants.GGMLQuantizationType
-        kind = t.tensor_type
-        if kind in (qt.F64, qt.F32, qt.F16):
-            data = np.asarray(t.data)
-        else:
-            try:
-                data = self._quants.dequantize(t.data, kind)
-            except (NotImplementedError, KeyError):
-                data = None
-            if data is None or np.dtype(data.dtype).kind != "f":
-                raise CheckpointError(
-                    f"tensor '{name}' in {self.path} has GGUF type {kind.name}, which specbound "
-                    "cannot dequantize (supported: F64, F32, F16, BF16, Q4_0..Q8_0, the K-quants "
-                    "and the IQ types gguf.quants decodes)"
-                )
-        arr = np.array(data, dtype=np.float64, copy=True).reshape(self.shape(name))
-        return check_finite(arr, name, str(self.path))
-
-    def fingerprint(self) -> str:
-        return file_stamp(self.path)
 
 
 class RenamedSource:
@@ -197,10 +107,30 @@ def _count(f: GGUFFile, key: str, required: bool = True) -> int | None:
     return int(v)
 
 
+@dataclass(frozen=True)
+class GGUFNames:
+    """A Hugging Face tensor name -> its ``blk.{l}.<stem>.weight`` name in the GGUF file (for
+    messages; names outside the family's blocks unchanged). A class, not a closure: a
+    Checkpoint is pickled to worker processes."""
+
+    prefix: str
+    stems: Mapping[str, str]
+
+    def __call__(self, name: str) -> str:
+        head = self.prefix.split("{l}")[0]  # every family's prefix ends in "{l}."
+        if not name.startswith(head):
+            return name
+        layer, _, rest = name[len(head) :].partition(".")
+        stem = {hf + ".weight": stem for stem, hf in self.stems.items()}.get(rest)
+        return f"blk.{int(layer)}.{stem}.weight" if layer.isdigit() and stem else name
+
+
 def gguf_checkpoint_parts(
     path: str | os.PathLike[str],
-) -> tuple[dict[str, Any], RenamedSource, list[str]]:
-    """(config, source under Hugging Face names, notes) for the .gguf file at ``path``."""
+) -> tuple[dict[str, Any], RenamedSource, list[str], ConfigOrigin]:
+    """(config, source under Hugging Face names, notes, origin) for the .gguf file at ``path``;
+    the origin makes every config-derived message name the GGUF metadata key (``llama.block_count``
+    for ``num_hidden_layers``) and the file's tensor names."""
     f = GGUFFile(path)
     arch = f.field("general.architecture")
     if not isinstance(arch, str) or arch not in _FAMILIES:
@@ -237,6 +167,22 @@ def gguf_checkpoint_parts(
         if d_k is not None:
             config["head_dim"] = d_k
     config = {"model_type": model_type, **config}
+    meta = {
+        "block_count": ("num_hidden_layers", "n_layer"),
+        "embedding_length": ("hidden_size", "n_embd"),
+        "attention.head_count": ("num_attention_heads", "n_head"),
+        "attention.head_count_kv": ("num_key_value_heads",),
+        "feed_forward_length": ("intermediate_size", "n_inner"),
+        "attention.key_length": ("head_dim",),
+    }
+    keys = {hf: f"{arch}.{k}" for k, hfs in meta.items() for hf in hfs}
+    keys["model_type"] = "general.architecture"
+    origin = ConfigOrigin(
+        what="the GGUF metadata",
+        keys=keys,
+        tensors=GGUFNames(prefix, stems),
+        advice="re-convert the file with a current llama.cpp",
+    )
     names: dict[str, tuple[str, bool]] = {}
     for g in f.names():
         parts = g.split(".")
@@ -256,12 +202,17 @@ def gguf_checkpoint_parts(
         notes.append(PERMUTE_NOTE)
     if transposed:
         notes.append("GGUF stores GPT-2's Conv1D weights as (out, in); transposed back")
-    return config, RenamedSource(f, names), notes
+    return config, RenamedSource(f, names), notes, origin
 
 
 def find_gguf(directory: Path) -> Path | None:
-    """The one ``*.gguf`` file in ``directory`` (None when there is none; an error when several)."""
-    found = sorted(p for p in directory.glob("*.gguf") if not p.name.startswith("."))
+    """The one ``*.gguf`` file in ``directory``, the suffix in any case (None when there is none;
+    an error naming them when there are several)."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError as exc:
+        raise CheckpointError(f"cannot list {directory}: {exc.strerror or exc}") from None
+    found = sorted(p for p in entries if p.suffix.lower() == ".gguf" and not p.name.startswith("."))
     if len(found) > 1:
         raise CheckpointError(
             f"{directory} holds {len(found)} GGUF files ({', '.join(p.name for p in found[:4])}"

@@ -4,7 +4,8 @@ in-memory state dicts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +32,29 @@ class TensorSource(Protocol):
     def fingerprint(self) -> str | None:
         """A string that changes whenever the underlying data may have changed (None: no cache)."""
         ...
+
+
+@dataclass(frozen=True)
+class ConfigOrigin:
+    """Where a checkpoint's config and tensor names come from, as messages must name them.
+
+    ``what``: the config's origin ("config.json", "the GGUF metadata"); ``keys``: a config key ->
+    the key the user finds in that origin (absent: the same); ``tensors``: a tensor name -> the
+    name stored in the file (None: the same); ``advice``: what to do about a config that
+    disagrees with the weights (None: each message's own config.json advice). The default is a
+    Hugging Face config.json, for which every message reads as it always has.
+    """
+
+    what: str = "config.json"
+    keys: Mapping[str, str] = field(default_factory=dict)
+    tensors: Callable[[str], str] | None = None
+    advice: str | None = None
+
+    def key(self, key: str) -> str:
+        return self.keys.get(key, key)
+
+    def tensor(self, name: str) -> str:
+        return name if self.tensors is None else self.tensors(name)
 
 
 def check_finite(arr: np.ndarray, name: str, where: str) -> np.ndarray:
