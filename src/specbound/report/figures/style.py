@@ -29,6 +29,7 @@ import numpy as np
 from ... import extras
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_file
+from ...naming import without_bidi
 
 DPI = 200
 WIDTH = 9.0  # inches: a full-width figure
@@ -164,16 +165,36 @@ def clipped_note(n: int, table: str = "the tables") -> str:
     )
 
 
+def plain_labels(fig: Any) -> None:
+    """Every text of ``fig`` without bidirectional controls (:func:`specbound.naming.
+    without_bidi`): titles, axis labels, legend entries, annotations and the fixed tick labels
+    (a model, zoo, axis or task name holding U+202E cannot reorder a label). The one place
+    figures clean their labels: :func:`save` calls it on every figure."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if isinstance(text, str) and text != without_bidi(text):
+            t.set_text(without_bidi(text))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for f in (axis.get_major_formatter(), axis.get_minor_formatter()):
+                if isinstance(f, FixedFormatter):
+                    f.seq = [without_bidi(x) for x in f.seq]
+
+
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
     """Write ``name``.svg (or each format :func:`writing_formats` names, e.g. ``name``.png and
-    ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`); close
-    the figure."""
+    ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`; every
+    label without bidirectional controls, :func:`plain_labels`); close the figure."""
     plt = require_matplotlib()
     name = file_stem(name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.{f}" for f in _CURRENT.get()]
     try:
+        plain_labels(fig)
         with plt.rc_context(STYLE):
             for p in paths:
                 _atomic_savefig(fig, p, p.suffix[1:])
