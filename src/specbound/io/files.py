@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
 import json
 import math
+import mmap
 import os
 import re
 import secrets
@@ -35,6 +37,14 @@ from ..errors import CheckpointError, Param, SpecboundError
 #: Largest config.json / shard index read (real ones are kilobytes to a few megabytes): a
 #: multi-gigabyte "config" is refused before it is read into memory.
 MAX_JSON_BYTES = 64 * 2**20
+
+
+#: Largest mapping or grid YAML read: hand-written files of a few kilobytes. YAML parsing in
+#: Python takes about 2 s per MB, so a multi-megabyte "mapping" is refused before it is parsed.
+MAX_YAML_BYTES = 2**20
+#: Most values a YAML document may expand to through its aliases (``*name`` repeats the value
+#: anchored ``&name``): a few kilobytes of nested aliases can stand for 10^9 values.
+MAX_YAML_VALUES = 1_000_000
 
 
 class _DuplicateKey(ValueError):
@@ -81,11 +91,18 @@ class DuplicateKeyError(ValueError):
 def load_yaml(text: str) -> Any:
     """``text`` parsed as YAML by a ``yaml.SafeLoader`` that refuses a key given twice in one
     mapping (plain YAML keeps the last one silently): :class:`DuplicateKeyError`, naming the
-    key and both lines; invalid YAML: ``yaml.YAMLError``. Callers word the one-line error."""
+    key and both lines; invalid YAML, an anchor that contains its own alias, a document whose
+    aliases expand it beyond ``MAX_YAML_VALUES`` values (a "billion laughs") or one nested too
+    deeply: ``yaml.YAMLError``. Callers word the one-line error (and bound the text's size:
+    :func:`read_small_file` with ``MAX_YAML_BYTES``)."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
-        pass
+        def get_single_node(self) -> Any:
+            node = super().get_single_node()
+            if node is not None:
+                _expanded_values(node, {}, yaml)
+            return node
 
     def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
         seen: dict[Any, int] = {}
@@ -98,7 +115,39 @@ def load_yaml(text: str) -> Any:
         return loader.construct_mapping(node, deep=deep)
 
     UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader subclass
+    try:
+        return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader subclass
+    except RecursionError:
+        raise yaml.YAMLError("it is nested too deeply") from None
+
+
+def _expanded_values(node: Any, memo: dict[int, int | None], yaml: Any) -> int:
+    """How many values the YAML ``node`` stands for once every alias is expanded (an alias is
+    the anchored node itself, shared: counted once per use). Raises ``yaml.YAMLError`` beyond
+    ``MAX_YAML_VALUES`` or for an anchor holding its own alias (a cycle)."""
+    key = id(node)
+    if key in memo:
+        n = memo[key]
+        if n is None:
+            raise yaml.YAMLError(
+                f"an anchor contains its own alias (line {node.start_mark.line + 1})"
+            )
+        return n
+    memo[key] = None
+    if isinstance(node, yaml.MappingNode):
+        n = 1 + sum(_expanded_values(k, memo, yaml) + _expanded_values(v, memo, yaml)
+                    for k, v in node.value)  # fmt: skip
+    elif isinstance(node, yaml.SequenceNode):
+        n = 1 + sum(_expanded_values(v, memo, yaml) for v in node.value)
+    else:
+        n = 1
+    if n > MAX_YAML_VALUES:
+        raise yaml.YAMLError(
+            f"its aliases expand it to more than {MAX_YAML_VALUES:,} values (line "
+            f"{node.start_mark.line + 1}); write the values out instead of repeating anchors"
+        )
+    memo[key] = n
+    return n
 
 
 def check_regular_file(
@@ -107,13 +156,24 @@ def check_regular_file(
     advice: str = "pass a checkpoint directory of ordinary files",
     error: type[SpecboundError] = CheckpointError,
 ) -> None:
-    """Refuse FIFOs, devices, sockets and directories before opening (a FIFO blocks forever).
+    """Refuse FIFOs, devices, sockets, directories, symlink loops and dangling symlinks before
+    opening (a FIFO blocks forever, ``/dev/zero`` never ends).
 
-    The message names ``path``, what it is, and ends with ``advice`` (what to do instead).
+    The message names ``path``, what it is ("a directory", "a symlink loop", "a device or
+    special file (a link to /dev/zero)", ...), and ends with ``advice`` (what to do instead).
     """
+    link = os.path.islink(path)
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"{path} is a symlink loop, not a regular {what}; {advice}") from None
+        if exc.errno == errno.ENOENT and link:
+            target = os.readlink(path)
+            raise error(
+                f"{path} is a symlink to {target}, which does not exist, not a regular {what}; "
+                f"{advice}"
+            ) from None
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
         kind = (
@@ -125,6 +185,8 @@ def check_regular_file(
             if stat.S_ISSOCK(mode)
             else "a device or special file"
         )
+        if link:
+            kind += f" (a link to {os.path.realpath(path)})"
         raise error(f"{path} is {kind}, not a regular {what}; {advice}")
 
 
@@ -133,20 +195,42 @@ def read_small_file(
     what: str,
     error: type[SpecboundError] = CheckpointError,
     limit: int = MAX_JSON_BYTES,
+    advice: str | None = None,
 ) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (else one-line ``error``)."""
-    check_regular_file(path, what)
+    """The bytes of a regular file (:func:`check_regular_file`) of at most ``limit`` bytes,
+    read without reading more than ``limit + 1``; else one-line ``error`` naming the file and
+    ending with ``advice`` (default: a checkpoint's words). The one size guard of every
+    whole-file read (config.json, shard indexes, read-back JSON, mapping and grid YAML)."""
+    if advice is None:
+        check_regular_file(path, what, error=error)
+        advice = "fix or re-download it"
+    else:
+        check_regular_file(path, what, advice, error=error)
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise error(
-            f"{path} is larger than {limit // 2**20} MiB, too large for a {what}; "
-            "fix or re-download it"
-        )
+        raise error(f"{path} is larger than {_size_words(limit)}, too large for a {what}; {advice}")
     return data
+
+
+def _size_words(n: int) -> str:
+    """``64 MiB``, ``1 MiB``, ``512 KiB``."""
+    return f"{n // 2**20} MiB" if n % 2**20 == 0 else f"{n // 2**10} KiB"
+
+
+def map_file(path: str | os.PathLike[str]) -> mmap.mmap:
+    """``path`` mapped read-only (the whole file). An OSError (out of memory or address space:
+    ENOMEM) names ``path``: ``mmap`` itself raises one without a file name."""
+    try:
+        with open(path, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from None
 
 
 def is_count(x: Any) -> bool:
