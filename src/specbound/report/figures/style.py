@@ -167,11 +167,13 @@ def clipped_note(n: int, table: str = "the tables") -> str:
 
 def plain_labels(fig: Any) -> None:
     """Every text of ``fig`` without bidirectional controls (:func:`specbound.naming.
-    without_bidi`): titles, axis labels, legend entries, annotations and the fixed tick labels
-    (a model, zoo, axis or task name holding U+202E cannot reorder a label). The one place
-    figures clean their labels: :func:`save` calls it on every figure."""
+    without_bidi`): titles, axis labels, legend entries, annotations, and the tick labels of
+    every formatter that can carry text (fixed labels, ``set_ticklabels``, categories) -- a
+    model, zoo, axis or task name holding U+202E cannot reorder a label. The one place figures
+    clean their labels: :func:`save` calls it on every figure."""
+    from matplotlib.category import StrCategoryFormatter
     from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
 
     for t in fig.findobj(Text):
         text = t.get_text()
@@ -179,9 +181,42 @@ def plain_labels(fig: Any) -> None:
             t.set_text(without_bidi(text))
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            for f in (axis.get_major_formatter(), axis.get_minor_formatter()):
-                if isinstance(f, FixedFormatter):
-                    f.seq = [without_bidi(x) for x in f.seq]
+            for f, put in (
+                (axis.get_major_formatter(), axis.set_major_formatter),
+                (axis.get_minor_formatter(), axis.set_minor_formatter),
+            ):
+                if isinstance(f, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+                    put(_without_bidi_formatter(f))
+
+
+def _without_bidi_formatter(inner: Any) -> Any:
+    """A tick formatter giving ``inner``'s labels without bidirectional controls."""
+    from matplotlib.ticker import Formatter
+
+    class WithoutBidi(Formatter):  # type: ignore[misc]
+        def __call__(self, x: Any, pos: Any = None) -> str:
+            return without_bidi(inner(x, pos))
+
+        def format_ticks(self, values: Any) -> list[str]:
+            return [without_bidi(v) for v in inner.format_ticks(values)]
+
+        def get_offset(self) -> str:
+            return without_bidi(inner.get_offset())
+
+        def set_locs(self, locs: Any) -> None:
+            inner.set_locs(locs)
+
+        def set_axis(self, axis: Any) -> None:
+            super().set_axis(axis)
+            inner.set_axis(axis)
+
+        def format_data(self, value: Any) -> str:
+            return without_bidi(inner.format_data(value))
+
+        def format_data_short(self, value: Any) -> str:
+            return without_bidi(inner.format_data_short(value))
+
+    return WithoutBidi()
 
 
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
