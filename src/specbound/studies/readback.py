@@ -10,15 +10,20 @@ counts that agree with correlate.json); a tampered or truncated file is one
 file                   reader
 =====================  ==========================================================================
 correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` lists of distinct
-                       names (no measure an axis), ``gap`` accuracy or loss, counts integers >= 0
+                       names (no measure an axis), ``gap`` accuracy or loss, ``protocol`` one of
+                       ``PROTOCOLS``; counts integers (n_models, n_listed, n_configurations,
+                       bootstrap >= 1; n_skipped, n_unconverged >= 0)
 models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
-                       (finite); ``gap`` finite, in [-1, 1] for an accuracy gap; accuracies in
-                       [0, 1]; losses >= 0; ``train_size`` a positive integer (in every row
-                       or in none); measures numbers
-                       or empty; ``converged`` true/false; as many rows as ``n_models``
+                       (finite); ``gap`` finite, in [-1, 1] for an accuracy gap, and equal to
+                       train_acc - test_acc (test_loss - train_loss) within 1e-9 where both
+                       are there; accuracies in [0, 1]; losses >= 0; ``train_size`` a positive
+                       integer (in every row or in none); measures numbers or empty
+                       (``num_parameters`` an integer >= 1); ``converged`` true/false; as many
+                       rows as ``n_models``
 skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
 differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
-                       adjusted >= raw; ``B`` an integer >= 0; ``family`` primary/exploratory;
+                       adjusted >= raw; ``B`` an integer >= 0, and >= 1 with p >= 1/(B+1)
+                       where ``p`` is defined; ``family`` primary/exploratory;
                        ``verdict`` a verdict word; one row per contrast (primary) and per
                        measure, versus, statistic (exploratory); with correlate.json: exactly
                        the primary contrasts its measures allow
