@@ -16,6 +16,7 @@ import yaml
 from specbound.adapters.mapping import load_mapping
 from specbound.errors import ConfigError, SpecboundError, os_error_line
 from specbound.io import files as F
+from specbound.io import yamlfiles as Y
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.cli_runner import run_cli
 
@@ -31,23 +32,23 @@ def test_alias_expansion_beyond_the_bound_is_refused():
     text = _laughs(9)  # 9^9 = 387 million values from 400 bytes
     assert len(text) < 1000
     with pytest.raises(yaml.YAMLError, match="aliases expand it to more than 1,000,000 values"):
-        F.load_yaml(text)
+        Y.load_yaml(text)
 
 
 def test_a_few_aliases_still_read():
-    doc = F.load_yaml(_laughs(3))  # 9^3 = 729 values
+    doc = Y.load_yaml(_laughs(3))  # 9^3 = 729 values
     assert doc["a2"][0][0] == ["lol"] * 9
-    assert F.load_yaml("x: &o in_out\ny: *o\n") == {"x": "in_out", "y": "in_out"}
+    assert Y.load_yaml("x: &o in_out\ny: *o\n") == {"x": "in_out", "y": "in_out"}
 
 
 def test_an_anchor_holding_its_own_alias_is_refused():
     with pytest.raises(yaml.YAMLError, match="an anchor contains its own alias"):
-        F.load_yaml("roles: &r\n  x: *r\n")
+        Y.load_yaml("roles: &r\n  x: *r\n")
 
 
 def test_deep_nesting_is_a_yaml_error():
     with pytest.raises(yaml.YAMLError, match="nested too deeply"):
-        F.load_yaml("[" * 20000 + "]" * 20000 + "\n")
+        Y.load_yaml("[" * 20000 + "]" * 20000 + "\n")
 
 
 def test_mapping_file_over_the_size_limit_is_refused_before_parsing(tmp_path):
@@ -56,7 +57,7 @@ def test_mapping_file_over_the_size_limit_is_refused_before_parsing(tmp_path):
     with open(p, "w") as fh:
         fh.write("roles:\n")
         i = 0
-        while fh.tell() <= F.MAX_YAML_BYTES:
+        while fh.tell() <= Y.MAX_YAML_BYTES:
             fh.write(line.format(i))
             i += 1
     with pytest.raises(ConfigError, match=rf"{p} is larger than 1 MiB, too large for a mapping"):
@@ -80,7 +81,7 @@ def test_grid_file_uses_the_same_size_guard(tmp_path):
     from specbound.studies.zoo.plan import load_grid
 
     p = tmp_path / "grid.yaml"
-    p.write_bytes(b"axes:\n  seed: [0]\n" + b"#" * F.MAX_YAML_BYTES + b"\n")
+    p.write_bytes(b"axes:\n  seed: [0]\n" + b"#" * Y.MAX_YAML_BYTES + b"\n")
     with pytest.raises(SpecboundError, match=rf"{p} is larger than 1 MiB"):
         load_grid(p)
 

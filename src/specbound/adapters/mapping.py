@@ -41,7 +41,8 @@ import numpy as np
 
 from ..errors import ConfigError, Param
 from ..io.checkpoint import Checkpoint
-from ..io.files import MAX_YAML_BYTES, DuplicateKeyError, load_yaml, parse_json, read_small_file
+from ..io.files import parse_json, read_small_file
+from ..io.yamlfiles import MAX_YAML_BYTES, DuplicateKeyError, load_yaml
 from .base import (
     GATED_NOTE,
     GQA_NOTE,

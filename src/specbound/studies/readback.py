@@ -47,6 +47,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..io.readback import (
     Column,
     ReadbackError,
@@ -58,6 +60,7 @@ from ..io.readback import (
     read_zoo_json,
     text_list,
 )
+from .gap import gap_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -172,10 +175,6 @@ def _check_gap(p: Path, models: pd.DataFrame, kind: str) -> None:
     """Where the two metric columns of the ``kind`` gap are there, ``gap`` must be their
     difference (``studies.gap``: train_acc - test_acc, or test_loss - train_loss) within
     ``GAP_TOLERANCE``; rows with an empty metric are not checked."""
-    import numpy as np
-
-    from .gap import gap_values
-
     pair = ("train_acc", "test_acc") if kind == "accuracy" else ("train_loss", "test_loss")
     if not set(pair) <= set(models.columns):
         return

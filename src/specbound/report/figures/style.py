@@ -171,11 +171,12 @@ def plain_labels(fig: Any) -> None:
     every formatter that can carry text (fixed labels, ``set_ticklabels``, categories) -- a
     model, zoo, axis or task name holding U+202E cannot reorder a label. The one place figures
     clean their labels: :func:`save` calls it on every figure."""
-    from matplotlib.category import StrCategoryFormatter
-    from matplotlib.text import Text
-    from matplotlib.ticker import FixedFormatter, FuncFormatter
-
-    for t in fig.findobj(Text):
+    text_kinds = (
+        extras.load("matplotlib.ticker").FixedFormatter,
+        extras.load("matplotlib.ticker").FuncFormatter,
+        extras.load("matplotlib.category").StrCategoryFormatter,
+    )
+    for t in fig.findobj(extras.load("matplotlib.text").Text):
         text = t.get_text()
         if isinstance(text, str) and text != without_bidi(text):
             t.set_text(without_bidi(text))
@@ -185,15 +186,14 @@ def plain_labels(fig: Any) -> None:
                 (axis.get_major_formatter(), axis.set_major_formatter),
                 (axis.get_minor_formatter(), axis.set_minor_formatter),
             ):
-                if isinstance(f, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+                if isinstance(f, text_kinds):
                     put(_without_bidi_formatter(f))
 
 
 def _without_bidi_formatter(inner: Any) -> Any:
     """A tick formatter giving ``inner``'s labels without bidirectional controls."""
-    from matplotlib.ticker import Formatter
 
-    class WithoutBidi(Formatter):  # type: ignore[misc]
+    class WithoutBidi(extras.load("matplotlib.ticker").Formatter):  # type: ignore[misc]
         def __call__(self, x: Any, pos: Any = None) -> str:
             return without_bidi(inner(x, pos))
 

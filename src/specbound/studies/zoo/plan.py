@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecboundError
-from ...io.files import MAX_YAML_BYTES, DuplicateKeyError, load_yaml, read_small_file
+from ...io.files import read_small_file
+from ...io.yamlfiles import MAX_YAML_BYTES, DuplicateKeyError, load_yaml
 from ...validation import WORKERS, check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
