@@ -94,7 +94,8 @@ def one_line_reason(exc: BaseException) -> str:
 
 def os_error_line(exc: OSError, action: str = "write") -> str:
     """One line for an OSError: what failed, the path and the cause in words ("no space left on
-    device", "name too long", ...), and what to do."""
+    device", "name too long", "not enough memory", ...), and what to do (for memory: a machine
+    with more, not free disk space)."""
     import errno
 
     words = {
@@ -107,7 +108,13 @@ def os_error_line(exc: OSError, action: str = "write") -> str:
         errno.ENOTDIR: "a parent is not a directory",
         errno.EISDIR: "is a directory",
         errno.EMFILE: "too many open files",
+        errno.ENOMEM: "not enough memory",
     }
     reason = words.get(exc.errno or -1) or exc.strerror or type(exc).__name__
     path = exc.filename if exc.filename is not None else "a file"
+    if exc.errno == errno.ENOMEM:
+        return (
+            f"cannot {action} {path}: {reason} (to map it or to read it); close other programs, "
+            "raise the memory limit (ulimit -v) or use a machine with more memory"
+        )
     return f"cannot {action} {path}: {reason}; free space, shorten the path or choose another one"

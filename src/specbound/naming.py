@@ -11,15 +11,31 @@ _DIGITS = re.compile(r"(\d+)")
 #: C0 controls, DEL and C1 controls (ESC starts an ANSI sequence, CR overwrites a line).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: Unicode bidirectional controls: the embeddings and overrides U+202A-U+202E, the isolates
+#: U+2066-U+2069, the marks U+200E, U+200F and U+061C. Inside a name they reorder the text
+#: around them (a model "abc<U+202E>fed" reads "abcdef"), so a page, a figure or a terminal
+#: could show one name as another.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+
+
+def without_bidi(text: Any) -> str:
+    """``str(text)`` without the bidirectional controls of :data:`BIDI_CONTROLS` (nothing else
+    changes). The one helper for user-derived text shown on a page or in a figure (the pages'
+    jinja environment and the figures' label helper call it); :func:`printable` applies it
+    for the terminal."""
+    return _BIDI.sub("", str(text))
 
 
 def printable(text: Any, *, layout: bool = False) -> str:
-    """``str(text)`` with every control character written as a visible escape (``\\x1b``,
-    ``\\r``, ``\\x9b``): a model path holding ANSI sequences cannot recolour, move or clear
-    the terminal. ``layout=True`` keeps newlines and tabs (a table cell's own line breaks).
-    The one helper for user-derived text printed to a terminal (tables and ``error:`` lines)."""
+    """``str(text)`` without bidirectional controls (:func:`without_bidi`) and with every
+    control character written as a visible escape (``\\x1b``, ``\\r``, ``\\n``,
+    ``\\x9b``): a model path holding ANSI sequences cannot recolour, move or clear the
+    terminal, nor a newline split a header. ``layout=True`` keeps newlines and tabs (a table
+    cell's own line breaks, where the caller made them). The one helper for user-derived text
+    printed to a terminal (tables and ``error:`` lines)."""
     pattern = _CONTROL_BUT_LAYOUT if layout else _CONTROL
-    return pattern.sub(lambda m: ascii(m.group())[1:-1], str(text))
+    return pattern.sub(lambda m: ascii(m.group())[1:-1], without_bidi(text))
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -74,8 +90,9 @@ def display_names(names: Sequence[str]) -> list[str]:
 
 
 def short_path(path: Any, width: int = 48) -> str:
-    """A path shortened to about ``width`` characters: ``.../parent/name``."""
-    text = str(path)
+    """A path shortened to about ``width`` characters: ``.../parent/name``, fit for a terminal
+    line (:func:`printable`: a newline or an ANSI escape in a folder name is shown escaped)."""
+    text = printable(path)
     if len(text) <= width:
         return text
     parts = text.split(os.sep)

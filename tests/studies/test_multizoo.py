@@ -77,7 +77,8 @@ def folder(root: Path, name: str, ps: list[float], deltas: list[float], seeds: l
             "depth": [1] * n,
             "seed": seeds,
             "gap": [0.1] * n,
-            **{m: [0.5 + s for s in seeds] for m in MEASURES},
+            **{m: [0.5 + s for s in seeds] for m in MEASURES if m != "num_parameters"},
+            "num_parameters": [1000 + s for s in seeds],  # a count: an integer >= 1
         }
     ).to_csv(d / "models.csv", index=False)
     meta = {

@@ -196,11 +196,8 @@ class Adapter:
                 shown = ", ".join(repr(p) for p in found)
                 raise CheckpointError(
                     f"{self.checkpoint.name} holds several models: tensors ending in '{anchor}' "
-                    f"under the prefixes {shown}; choose one with ",
-                    Param("prefix"),
-                    " (",
-                    Param("prefix", ""),
-                    " in Python)",
+                    f"under the prefixes {shown}; choose one, e.g. ",
+                    Param("prefix", found[0]),
                 )
             if found:
                 return found[0]

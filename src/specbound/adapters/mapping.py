@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, Param
-from ..io.checkpoint import Checkpoint, check_regular_file
-from ..io.files import DuplicateKeyError, load_yaml, parse_json
+from ..io.checkpoint import Checkpoint
+from ..io.files import parse_json, read_small_file
+from ..io.yamlfiles import MAX_YAML_BYTES, DuplicateKeyError, load_yaml
 from .base import (
     GATED_NOTE,
     GQA_NOTE,
@@ -80,14 +81,15 @@ def load_mapping(mapping: str | os.PathLike[str] | dict[str, Any]) -> tuple[dict
         return dict(mapping), "mapping (dict)"
     path = Path(mapping)
     name = str(path)
-    if path.exists():
-        check_regular_file(path, "mapping file", advice="pass a YAML or JSON mapping file")
+    if not os.path.lexists(path):
+        raise ConfigError(f"mapping file {name} does not exist")
+    raw = read_small_file(  # a regular file of at most MAX_YAML_BYTES (1 MiB)
+        path, "mapping file", ConfigError, MAX_YAML_BYTES, "pass a YAML or JSON mapping file"
+    )
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"mapping file {name} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read mapping file {name}: {exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"mapping file {name} is not UTF-8 text; save it as UTF-8") from None
     if path.suffix.lower() == ".json":
         data = parse_json(text, f"mapping file {name}", ConfigError)  # duplicate keys refused
     else:

@@ -3,7 +3,7 @@ strict JSON in (no duplicate keys) and out (no NaN/Infinity tokens), atomic sing
 
 Readers: :func:`check_regular_file` (a FIFO would block forever, a directory is no file),
 :func:`read_small_file` (at most ``MAX_JSON_BYTES``), :func:`parse_json` (duplicate keys
-refused; one-line errors naming the file), :func:`load_yaml` (duplicate keys refused too).
+refused; one-line errors naming the file); YAML text: :mod:`.yamlfiles`.
 
 Writers: :func:`json_safe` / :func:`dumps_json` / :func:`write_json`
 never emit ``NaN`` or ``Infinity`` (invalid JSON): a non-finite float is written ``null``; where
@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
 import json
 import math
+import mmap
 import os
 import re
 import secrets
@@ -74,46 +76,30 @@ def parse_json(text: str | bytes, what: str, error: type[SpecboundError] = Check
         raise error(f"{what} is not valid JSON ({first}); fix or re-download it") from None
 
 
-class DuplicateKeyError(ValueError):
-    """A YAML mapping names a key twice (the message names the key and both lines)."""
-
-
-def load_yaml(text: str) -> Any:
-    """``text`` parsed as YAML by a ``yaml.SafeLoader`` that refuses a key given twice in one
-    mapping (plain YAML keeps the last one silently): :class:`DuplicateKeyError`, naming the
-    key and both lines; invalid YAML: ``yaml.YAMLError``. Callers word the one-line error."""
-    import yaml
-
-    class UniqueKeys(yaml.SafeLoader):
-        pass
-
-    def mapping(loader: Any, node: Any, deep: bool = False) -> Any:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise DuplicateKeyError(f"key '{key}' appears twice (lines {seen[key]} and {line})")
-            seen[key] = line
-        return loader.construct_mapping(node, deep=deep)
-
-    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader subclass
-
-
 def check_regular_file(
     path: Path,
     what: str = "file",
     advice: str = "pass a checkpoint directory of ordinary files",
     error: type[SpecboundError] = CheckpointError,
 ) -> None:
-    """Refuse FIFOs, devices, sockets and directories before opening (a FIFO blocks forever).
+    """Refuse FIFOs, devices, sockets, directories, symlink loops and dangling symlinks before
+    opening (a FIFO blocks forever, ``/dev/zero`` never ends).
 
-    The message names ``path``, what it is, and ends with ``advice`` (what to do instead).
+    The message names ``path``, what it is ("a directory", "a symlink loop", "a device or
+    special file (a link to /dev/zero)", ...), and ends with ``advice`` (what to do instead).
     """
+    link = os.path.islink(path)
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error(f"{path} is a symlink loop, not a regular {what}; {advice}") from None
+        if exc.errno == errno.ENOENT and link:
+            target = os.readlink(path)
+            raise error(
+                f"{path} is a symlink to {target}, which does not exist, not a regular {what}; "
+                f"{advice}"
+            ) from None
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
         kind = (
@@ -125,6 +111,8 @@ def check_regular_file(
             if stat.S_ISSOCK(mode)
             else "a device or special file"
         )
+        if link:
+            kind += f" (a link to {os.path.realpath(path)})"
         raise error(f"{path} is {kind}, not a regular {what}; {advice}")
 
 
@@ -133,20 +121,42 @@ def read_small_file(
     what: str,
     error: type[SpecboundError] = CheckpointError,
     limit: int = MAX_JSON_BYTES,
+    advice: str | None = None,
 ) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (else one-line ``error``)."""
-    check_regular_file(path, what)
+    """The bytes of a regular file (:func:`check_regular_file`) of at most ``limit`` bytes,
+    read without reading more than ``limit + 1``; else one-line ``error`` naming the file and
+    ending with ``advice`` (default: a checkpoint's words). The one size guard of every
+    whole-file read (config.json, shard indexes, read-back JSON, mapping and grid YAML)."""
+    if advice is None:
+        check_regular_file(path, what, error=error)
+        advice = "fix or re-download it"
+    else:
+        check_regular_file(path, what, advice, error=error)
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
         raise error(f"cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise error(
-            f"{path} is larger than {limit // 2**20} MiB, too large for a {what}; "
-            "fix or re-download it"
-        )
+        raise error(f"{path} is larger than {_size_words(limit)}, too large for a {what}; {advice}")
     return data
+
+
+def _size_words(n: int) -> str:
+    """``64 MiB``, ``1 MiB``, ``512 KiB``."""
+    return f"{n // 2**20} MiB" if n % 2**20 == 0 else f"{n // 2**10} KiB"
+
+
+def map_file(path: str | os.PathLike[str]) -> mmap.mmap:
+    """``path`` mapped read-only (the whole file). An OSError (out of memory or address space:
+    ENOMEM) names ``path``: ``mmap`` itself raises one without a file name."""
+    try:
+        with open(path, "rb") as fh:
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from None
 
 
 def is_count(x: Any) -> bool:

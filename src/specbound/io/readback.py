@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,7 +263,8 @@ def _check_key(frame: pd.DataFrame, key: list[str], path: Path) -> None:
 def read_json_object(path: str | Path, what: str = "JSON file") -> dict[str, Any]:
     """``path`` as a JSON object (duplicate keys refused), else one-line :class:`ReadbackError`."""
     p = Path(path)
-    data = parse_json(read_small_file(p, what, error=ReadbackError), str(p), error=ReadbackError)
+    raw = read_small_file(p, what, ReadbackError, advice=f"pass the {what} specbound wrote")
+    data = parse_json(raw, str(p), error=ReadbackError)
     if not isinstance(data, dict):
         raise fail(p, None, None, f"it holds a JSON {type(data).__name__}, not an object")
     return data
@@ -315,6 +317,15 @@ def text_list(data: dict[str, Any], name: str, path: Path | str, *, required: bo
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def present(path: str | Path) -> bool:
+    """Whether ``path`` is there in any form: a regular file, but also a directory, a FIFO, a
+    link to a device, a dangling link or a symlink loop. Folder detection asks this, not
+    ``is_file()``, so that a folder whose models.csv is a directory (or a loop, or /dev/zero)
+    reaches the reader, which names what is wrong (:func:`~specbound.io.files.
+    check_regular_file`), instead of passing for some other kind of folder."""
+    return os.path.lexists(path)
 
 
 def folder_file(path: str | Path, name: str) -> Path:

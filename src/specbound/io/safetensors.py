@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
-from .files import check_regular_file, file_stamp, is_count, parse_json
+from .files import check_regular_file, file_stamp, is_count, map_file, parse_json
 from .sources import check_finite
 
 #: Bits per element of every dtype the safetensors format defines (library 0.8): a header is
@@ -161,8 +161,7 @@ class SafetensorsFile:
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
-            with open(self.path, "rb") as fh:
-                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._mm = map_file(self.path)  # an ENOMEM names the file
         return self._mm
 
     def names(self) -> list[str]:

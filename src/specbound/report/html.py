@@ -31,6 +31,7 @@ import numpy as np
 from markupsafe import Markup
 
 from .._version import __version__
+from ..naming import without_bidi
 from .numbers import (  # noqa: F401 (re-exported: the pages' formatters)
     BEYOND,
     NOT_APPLICABLE,
@@ -62,7 +63,10 @@ TEMPLATES = Path(__file__).with_name("templates")
 def environment() -> jinja2.Environment:
     """The one jinja2 environment of the pages: ``autoescape=True`` for every template,
     undefined names an error, the number formatters as filters (``fmt``, ``sig3``,
-    ``count``: an integer with thousands separators) and ``scrub`` (:func:`scrub_paths`)."""
+    ``count``: an integer with thousands separators) and ``scrub`` (:func:`scrub_paths`);
+    every text a template prints loses its bidirectional controls first
+    (:func:`specbound.naming.without_bidi`: a name cannot reorder a title, a heading or a cell).
+    """
     import jinja2
 
     env = jinja2.Environment(
@@ -71,9 +75,18 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_page_text,
     )
     env.filters.update(fmt=fmt, sig3=sig3, scrub=scrub_paths, count=lambda v: f"{int(v):,}")
     return env
+
+
+def _page_text(value: Any) -> Any:
+    """What a template prints for ``value``: text (not specbound's own markup) without
+    bidirectional controls; anything else as it is (escaped by the template)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return without_bidi(value)
+    return value
 
 
 def render(template: str, **context: Any) -> Markup:

@@ -118,8 +118,10 @@ def shown(text: Any) -> str:
 
 def wrap_name(name: str, width: int) -> str:
     """``name`` on lines of at most ``width`` characters, broken only after ``/``, ``_``, ``-``
-    or spaces (never mid-word); a single piece longer than ``width`` stays whole."""
-    name = str(name)
+    or spaces (never mid-word); a single piece longer than ``width`` stays whole. Control
+    characters of ``name`` itself are escaped first (:func:`specbound.naming.printable`): the
+    only line breaks are the ones made here."""
+    name = printable(name)
     if width <= 0 or len(name) <= width:
         return name
     pieces = [p for p in re.split(r"(?<=[/_\- ])", name) if p]

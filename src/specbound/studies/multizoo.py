@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Param, SpecboundError, SpecboundTypeError
 from ..io import output_dir
 from ..io.files import dumps_json, json_safe
+from ..io.readback import present
 from ..validation import PathLike, Paths, Satisfies, Text, validate_params
 from . import readback as R
 from .correlate import verdicts as V
@@ -156,7 +157,7 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     import pandas as pd
 
     meta_file, diff_file = folder / "correlate.json", folder / "differences.csv"
-    if not (meta_file.is_file() and diff_file.is_file()):
+    if not (present(meta_file) and present(diff_file)):  # their readers refuse a non-file
         raise SpecboundError(
             f"{folder} is not a folder written by 'specbound correlate' (no correlate.json and "
             "differences.csv); pass correlate output folders"
@@ -169,7 +170,7 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
             f"'specbound correlate {folder} --out {folder}'"
         )
     models_file = folder / "models.csv"
-    models = R.read_models_csv(folder, meta) if models_file.is_file() else pd.DataFrame()
+    models = R.read_models_csv(folder, meta) if present(models_file) else pd.DataFrame()
     return meta, d, models
 
 

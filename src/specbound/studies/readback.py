@@ -10,15 +10,20 @@ counts that agree with correlate.json); a tampered or truncated file is one
 file                   reader
 =====================  ==========================================================================
 correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` lists of distinct
-                       names (no measure an axis), ``gap`` accuracy or loss, counts integers >= 0
+                       names (no measure an axis), ``gap`` accuracy or loss, ``protocol`` one of
+                       ``PROTOCOLS``; counts integers (n_models, n_listed, n_configurations,
+                       bootstrap >= 1; n_skipped, n_unconverged >= 0)
 models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
-                       (finite); ``gap`` finite, in [-1, 1] for an accuracy gap; accuracies in
-                       [0, 1]; losses >= 0; ``train_size`` a positive integer (in every row
-                       or in none); measures numbers
-                       or empty; ``converged`` true/false; as many rows as ``n_models``
+                       (finite); ``gap`` finite, in [-1, 1] for an accuracy gap, and equal to
+                       train_acc - test_acc (test_loss - train_loss) within 1e-9 where both
+                       are there; accuracies in [0, 1]; losses >= 0; ``train_size`` a positive
+                       integer (in every row or in none); measures numbers or empty
+                       (``num_parameters`` an integer >= 1); ``converged`` true/false; as many
+                       rows as ``n_models``
 skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
 differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
-                       adjusted >= raw; ``B`` an integer >= 0; ``family`` primary/exploratory;
+                       adjusted >= raw; ``B`` an integer >= 0, and >= 1 with p >= 1/(B+1)
+                       where ``p`` is defined; ``family`` primary/exploratory;
                        ``verdict`` a verdict word; one row per contrast (primary) and per
                        measure, versus, statistic (exploratory); with correlate.json: exactly
                        the primary contrasts its measures allow
@@ -42,6 +47,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..io.readback import (
     Column,
     ReadbackError,
@@ -53,6 +60,7 @@ from ..io.readback import (
     read_zoo_json,
     text_list,
 )
+from .gap import gap_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,13 +90,27 @@ METRIC_SCHEMA = (
     Column("wall_s", required=False, empty=True, low=0.0),
 )
 CLAIM_COLUMNS = ("claim", "folder", "measure", "versus", "statistic", "verdict")
+#: The protocols of SPEC 10 this version reads (correlate.json's ``protocol``; 4 is the one
+#: ``correlate`` and ``study`` write now).
+PROTOCOLS = (1, 2, 3, 4)
+#: Measures that count something: integers >= 1 wherever defined.
+COUNT_MEASURES = frozenset({"num_parameters"})
+#: How far models.csv's ``gap`` may lie from the gap of its metric columns (relative to
+#: max(1, |gap|)): both are float64 written with 17 significant digits.
+GAP_TOLERANCE = 1e-9
 
 
 def read_correlate_json(path: str | Path) -> dict[str, Any]:
     """correlate.json of a correlate folder (or the file itself), checked (module doc)."""
     p = folder_file(path, "correlate.json")
     meta = read_json_object(p, "correlate.json")
-    json_field(meta, "protocol", int, p, required=False, low=0)
+    protocol = json_field(meta, "protocol", int, p, required=False)
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ReadbackError(
+            f"{p}: 'protocol' is {protocol!r}, but this version of specbound reads protocols "
+            f"{PROTOCOLS[0]} to {PROTOCOLS[-1]}; restore the file, or read it with the "
+            "specbound that wrote it"
+        )
     axes = text_list(meta, "axes", p)
     measures = text_list(meta, "measures", p)
     both = [m for m in measures if m in axes]
@@ -99,9 +121,9 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
         raise fail(p, None, None, f"'gap' is {gap!r}, not one of {', '.join(GAP_NAMES)}")
     json_field(meta, "task", (str, type(None)), p, required=False)
     json_field(meta, "manifest", str, p, required=False)
-    for count in ("n_listed", "n_models", "n_skipped", "n_unconverged", "n_configurations"):
-        json_field(meta, count, int, p, required=False, low=0)
-    for count in ("bootstrap", "seed", "primary_bootstrap"):
+    for count in ("n_listed", "n_models", "n_configurations", "bootstrap", "primary_bootstrap"):
+        json_field(meta, count, int, p, required=False, low=1)
+    for count in ("n_skipped", "n_unconverged", "seed"):
         json_field(meta, count, int, p, required=False, low=0)
     json_field(meta, "include_unconverged", bool, p, required=False)
     text_list(meta, "missing_configurations", p, required=False)
@@ -131,7 +153,10 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
         gap,
         Column("converged", "bool", required=False),
         *METRIC_SCHEMA,
-        *(Column(m, empty=True) for m in measures),
+        *(
+            Column(m, "int", empty=True, low=1.0) if m in COUNT_MEASURES else Column(m, empty=True)
+            for m in measures
+        ),
         Column("spectrum_adaptive_share_p0", required=False, empty=True, low=0.0, high=1.0),
         Column("spectrum_adaptive_ceiling_gap", required=False, empty=True),
     ]
@@ -141,8 +166,26 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
         if gone.any() and not gone.all():
             raise fail(p, int(gone.argmax()) + 2, "train_size",
                        "the cell is empty, but other models have a training-set size")  # fmt: skip
+    _check_gap(p, models, "accuracy" if accuracy else "loss")
     _count(p, meta, "n_models", len(models), "models")
     return models
+
+
+def _check_gap(p: Path, models: pd.DataFrame, kind: str) -> None:
+    """Where the two metric columns of the ``kind`` gap are there, ``gap`` must be their
+    difference (``studies.gap``: train_acc - test_acc, or test_loss - train_loss) within
+    ``GAP_TOLERANCE``; rows with an empty metric are not checked."""
+    pair = ("train_acc", "test_acc") if kind == "accuracy" else ("train_loss", "test_loss")
+    if not set(pair) <= set(models.columns):
+        return
+    want = gap_values(models, kind)
+    got = models["gap"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        off = np.abs(got - want) > GAP_TOLERANCE * np.maximum(1.0, np.abs(want))
+    if off.any():
+        i = int(off.argmax())
+        a, b = pair if kind == "accuracy" else pair[::-1]
+        raise fail(p, i + 2, "gap", f"{float(got[i])!r} is not {a} - {b} = {float(want[i])!r}")
 
 
 def read_skipped_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -182,7 +225,7 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
         Column("high", empty=True),
         Column("family", "text", required=False, choices=(V.PRIMARY, V.EXPLORATORY)),
         Column("contrast", "text", required=False, empty=True),
-        Column("B", "int", required=False, empty=True, low=0.0),
+        Column("B", "int", required=False, empty=True, low=0.0),  # 0: no bootstrap, no p
         Column("p", required=False, **unit),  # type: ignore[arg-type]
         Column("p_holm", required=False, **unit),  # type: ignore[arg-type]
         Column("q_bh", required=False, **unit),  # type: ignore[arg-type]
@@ -192,6 +235,8 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
     key = ["family", "measure", "versus", "statistic"] if "family" in _header(p) else []
     d = read_table(p, schema, key=key or ["measure", "versus", "statistic"], min_rows=0,
                    what="differences.csv")  # fmt: skip
+    if "p" in d.columns:
+        _check_p_floor(p, d)
     for adjusted in ("p_holm", "q_bh"):
         if adjusted in d.columns and "p" in d.columns:
             a, raw = d[adjusted].to_numpy(float), d["p"].to_numpy(float)
@@ -203,6 +248,25 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
     if "family" in d.columns:
         _check_primary(p, d, meta, V)
     return d
+
+
+def _check_p_floor(p: Path, d: pd.DataFrame) -> None:
+    """A bootstrap p-value of ``B`` resamples is (k + 1) / (B + 1) for some k >= 0 (at least
+    1/(B+1)): a defined ``p`` needs ``B`` >= 1 in its row and p >= 1/(B+1) (to 1e-12)."""
+    raw = d["p"].to_numpy(float)
+    b = d["B"].to_numpy(float) if "B" in d.columns else None
+    for i, x in enumerate(raw):
+        if x != x:  # undefined: no bootstrap
+            continue
+        if b is None:
+            return  # an older table without B: nothing to check against
+        if not b[i] >= 1:
+            raise fail(p, i + 2, "B", f"p = {float(x)!r} needs B >= 1 resamples, got {b[i]:g}")
+        if x * (b[i] + 1) < 1 - 1e-12:
+            raise fail(
+                p, i + 2, "p", f"{float(x)!r} is below 1/(B+1) = {1 / (float(b[i]) + 1)!r}, the "
+                f"smallest p-value {int(b[i])} bootstrap resamples give"
+            )  # fmt: skip
 
 
 def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any) -> None:

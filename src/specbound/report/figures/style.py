@@ -29,6 +29,7 @@ import numpy as np
 from ... import extras
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_file
+from ...naming import without_bidi
 
 DPI = 200
 WIDTH = 9.0  # inches: a full-width figure
@@ -164,16 +165,71 @@ def clipped_note(n: int, table: str = "the tables") -> str:
     )
 
 
+def plain_labels(fig: Any) -> None:
+    """Every text of ``fig`` without bidirectional controls (:func:`specbound.naming.
+    without_bidi`): titles, axis labels, legend entries, annotations, and the tick labels of
+    every formatter that can carry text (fixed labels, ``set_ticklabels``, categories) -- a
+    model, zoo, axis or task name holding U+202E cannot reorder a label. The one place figures
+    clean their labels: :func:`save` calls it on every figure."""
+    text_kinds = (
+        extras.load("matplotlib.ticker").FixedFormatter,
+        extras.load("matplotlib.ticker").FuncFormatter,
+        extras.load("matplotlib.category").StrCategoryFormatter,
+    )
+    for t in fig.findobj(extras.load("matplotlib.text").Text):
+        text = t.get_text()
+        if isinstance(text, str) and text != without_bidi(text):
+            t.set_text(without_bidi(text))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for f, put in (
+                (axis.get_major_formatter(), axis.set_major_formatter),
+                (axis.get_minor_formatter(), axis.set_minor_formatter),
+            ):
+                if isinstance(f, text_kinds):
+                    put(_without_bidi_formatter(f))
+
+
+def _without_bidi_formatter(inner: Any) -> Any:
+    """A tick formatter giving ``inner``'s labels without bidirectional controls."""
+
+    class WithoutBidi(extras.load("matplotlib.ticker").Formatter):  # type: ignore[misc]
+        def __call__(self, x: Any, pos: Any = None) -> str:
+            return without_bidi(inner(x, pos))
+
+        def format_ticks(self, values: Any) -> list[str]:
+            return [without_bidi(v) for v in inner.format_ticks(values)]
+
+        def get_offset(self) -> str:
+            return without_bidi(inner.get_offset())
+
+        def set_locs(self, locs: Any) -> None:
+            inner.set_locs(locs)
+
+        def set_axis(self, axis: Any) -> None:
+            super().set_axis(axis)
+            inner.set_axis(axis)
+
+        def format_data(self, value: Any) -> str:
+            return without_bidi(inner.format_data(value))
+
+        def format_data_short(self, value: Any) -> str:
+            return without_bidi(inner.format_data_short(value))
+
+    return WithoutBidi()
+
+
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
     """Write ``name``.svg (or each format :func:`writing_formats` names, e.g. ``name``.png and
-    ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`); close
-    the figure."""
+    ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`; every
+    label without bidirectional controls, :func:`plain_labels`); close the figure."""
     plt = require_matplotlib()
     name = file_stem(name)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.{f}" for f in _CURRENT.get()]
     try:
+        plain_labels(fig)
         with plt.rc_context(STYLE):
             for p in paths:
                 _atomic_savefig(fig, p, p.suffix[1:])

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundError
 from ...io.outdir import local_inputs
+from ...io.readback import present
 from ...validation import validate_params
 from .. import readback as R
 from . import table as T
@@ -65,8 +66,8 @@ class Part:
 
 def is_result_folder(path: str | Path) -> bool:
     """Whether ``path`` is a folder written by ``correlate`` (correlate.json + models.csv)."""
-    p = Path(path)
-    return p.is_dir() and all((p / f).is_file() for f in RESULT_FILES)
+    p = Path(path)  # present, not is_file: its reader refuses a models.csv that is a directory
+    return p.is_dir() and all(present(p / f) for f in RESULT_FILES)
 
 
 def part_of(result: Correlation, name: str | None = None) -> Part:

@@ -458,17 +458,26 @@ def percentile_interval(
 
 def cell_r2(values: np.ndarray, cells: np.ndarray) -> float:
     """Share of the variance of ``values`` explained by the cell means (between-cell sum of
-    squares / total sum of squares); NaN for < 2 finite values or zero variance."""
+    squares / total sum of squares); NaN for < 2 finite values or zero variance. The share does
+    not change when every value is divided by one number: values whose squares overflow
+    float64 (1e308 in a tampered table) are divided by their largest magnitude first."""
     v = np.asarray(values, dtype=float)
     c = np.asarray(cells)
     ok = np.isfinite(v)
     v, c = v[ok], c[ok]
     if v.size < 2:
         return math.nan
-    total = float(np.sum((v - v.mean()) ** 2))
+    ids = row_ids(c.reshape(len(c), -1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        total, within = _sums_of_squares(v, ids)
+        if not (math.isfinite(total) and math.isfinite(within)):
+            total, within = _sums_of_squares(v / np.max(np.abs(v)), ids)
     if total <= 0:
         return math.nan
-    ids = row_ids(c.reshape(len(c), -1))
-    means = np.bincount(ids, weights=v) / np.bincount(ids)
-    within = float(np.sum((v - means[ids]) ** 2))
     return max(0.0, 1.0 - within / total)
+
+
+def _sums_of_squares(v: np.ndarray, ids: np.ndarray) -> tuple[float, float]:
+    """(total, within-cell) sums of squares of ``v`` for the cells ``ids``."""
+    means = np.bincount(ids, weights=v) / np.bincount(ids)
+    return float(np.sum((v - v.mean()) ** 2)), float(np.sum((v - means[ids]) ** 2))

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SpecboundError
-from ...io.files import DuplicateKeyError, load_yaml
+from ...io.files import read_small_file
+from ...io.yamlfiles import MAX_YAML_BYTES, DuplicateKeyError, load_yaml
 from ...validation import WORKERS, check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
@@ -80,7 +81,7 @@ def load_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not p.is_file():
         raise SpecboundError(f"grid file {p} does not exist; pass a YAML file with an 'axes:' map")
     try:
-        doc = load_yaml(p.read_text())
+        doc = load_yaml(read_small_file(p, "grid file", SpecboundError, MAX_YAML_BYTES).decode())
     except DuplicateKeyError as exc:
         raise SpecboundError(f"grid file {p}: {exc}; keep one of them") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
