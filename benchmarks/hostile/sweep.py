@@ -1236,9 +1236,8 @@ def build_cases(t: Path, base: Path) -> list[Case]:
 
 # --- issue 54: hostile files of the newest surfaces ------------------------------------------
 
-#: Cases of defects fixed on another branch (helper "gguf"): their names start with this, so
-#: that ``--list`` shows them; they fail until that branch is merged.
-PENDING_GGUF = "pending-gguf/"
+#: The GGUF cases of issue 54 (the header reader in io/gguf_file.py).
+ISSUE54_GGUF = "issue54-gguf/"
 BIDI_RE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -1536,7 +1535,7 @@ def issue54_cases(t: Path, model: Path, cA: Path, cB: Path, add: Callable[..., N
     ):
         f = g / f"{name}.gguf"
         add(
-            f"{PENDING_GGUF}{name}",
+            f"{ISSUE54_GGUF}{name}",
             ["analyze", str(f), "-q"],
             2,
             inputs=[f],
@@ -1552,7 +1551,7 @@ def issue54_cases(t: Path, model: Path, cA: Path, cB: Path, add: Callable[..., N
         _write_gguf(two_g / "b.GGUF")
 
     add(
-        f"{PENDING_GGUF}a.gguf-and-b.GGUF",
+        f"{ISSUE54_GGUF}a.gguf-and-b.GGUF",
         ["analyze", str(two_g), "-q"],
         2,
         inputs=[two_g],
