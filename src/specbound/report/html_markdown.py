@@ -1,7 +1,8 @@
 """The small Markdown subset of an answer file (``specbound study --answer FILE``), rendered
 safely without a Markdown library (the core has none).
 
-The text is escaped first (``markupsafe.escape``), then only these marks become markup:
+The text is cut into plain-text segments that templates/_markdown.html escapes; only these
+marks become markup:
 paragraphs (blocks separated by blank lines), lists (lines starting ``- ``, ``* `` or ``1. ``,
 continued by indented lines), headings (``#`` to ``######``: a bold paragraph), ``**bold**``,
 ``*emphasis*`` (an asterisk that opens must be followed, and one that closes preceded, by a
@@ -13,14 +14,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container
+from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+
+from .html import render
 
 _LIST = re.compile(r"^(?:[-*]|\d+\.)\s+")
-_CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_EM = re.compile(r"(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])")
-_CITE = re.compile(r"\[(C\d+)\]")
+#: One inline mark: code, bold, emphasis (an asterisk that opens is followed, and one that
+#: closes preceded, by a non-space, and neither touches a word: ``p* = 0`` is text), citation.
+_INLINE = re.compile(
+    r"`(?P<code>[^`]+)`"
+    r"|\*\*(?=\S)(?P<b>.+?)(?<=\S)\*\*"
+    r"|(?<![\w*])\*(?=[^\s*])(?P<i>[^*]+?)(?<=[^\s*])\*(?![\w*])"
+    r"|\[(?P<cite>C\d+)\]"
+)
 
 
 def claim_id(claim: str) -> str:
@@ -28,25 +36,27 @@ def claim_id(claim: str) -> str:
     return f"claim-{claim}"
 
 
-def inline(text: str, claims: Container[str] = ()) -> Markup:
-    """One line or paragraph of the subset: escaped, then code, bold, emphasis, citations."""
-    codes: list[str] = []
-
-    def keep(m: re.Match[str]) -> str:
-        codes.append(f"<code>{m.group(1)}</code>")
-        return f"\x00{len(codes) - 1}\x00"
-
-    s = _CODE.sub(keep, str(escape(text)))
-    s = _BOLD.sub(r"<b>\1</b>", s)
-    s = _EM.sub(r"<i>\1</i>", s)
-
-    def cite(m: re.Match[str]) -> str:
-        c = m.group(1)
-        return f'<a href="#{claim_id(c)}">[{c}]</a>' if c in claims else m.group(0)
-
-    s = _CITE.sub(cite, s)
-    s = re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], s)
-    return Markup(s)
+def inline(text: str, claims: Container[str] = ()) -> list[dict[str, Any]]:
+    """One paragraph of the subset as segments (``kind``: text, code, b, i or cite; ``text``;
+    ``href`` of a citation whose claim is in ``claims``), plain text all: the template
+    (templates/_markdown.html) escapes them. Marks inside bold or emphasis are kept as text
+    (backticks dropped)."""
+    out: list[dict[str, Any]] = []
+    at = 0
+    for m in _INLINE.finditer(text):
+        if m.start() > at:
+            out.append({"kind": "text", "text": text[at : m.start()]})
+        kind = m.lastgroup or "text"
+        body = m.group(kind)
+        if kind == "cite":
+            href = claim_id(body) if body in claims else None
+            out.append({"kind": "cite" if href else "text", "text": m.group(0), "href": href})
+        else:
+            out.append({"kind": kind, "text": body.replace("`", "")})
+        at = m.end()
+    if at < len(text):
+        out.append({"kind": "text", "text": text[at:]})
+    return out
 
 
 def blocks(text: str) -> list[tuple[str, list[str]]]:
@@ -91,15 +101,9 @@ def blocks(text: str) -> list[tuple[str, list[str]]]:
 
 
 def render_markdown(text: str, claims: Container[str] = ()) -> Markup:
-    """The answer text as HTML (module doc): every user character escaped, only the subset's
-    marks turned into tags."""
-    parts: list[str] = []
-    for kind, xs in blocks(text):
-        if kind == "p":
-            parts.append(f"<p>{inline(xs[0], claims)}</p>")
-        elif kind == "h":
-            parts.append(f"<p><b>{inline(xs[0], claims)}</b></p>")
-        else:
-            lis = "".join(f"<li>{inline(x, claims)}</li>" for x in xs)
-            parts.append(f"<{kind}>{lis}</{kind}>")
-    return Markup("\n".join(parts))
+    """The answer text as HTML (module doc): :func:`blocks` of :func:`inline` segments,
+    rendered by templates/_markdown.html (every character of ``text`` escaped there)."""
+    parts = [
+        {"kind": kind, "items": [inline(x, claims) for x in xs]} for kind, xs in blocks(text)
+    ]
+    return render("_markdown.html", blocks=parts)

@@ -71,7 +71,7 @@ def _panel(ax: Any, rows: list[dict[str, Any]], title: str) -> None:
     ax.set_yticks(y)
     ax.set_yticklabels([r["label"] for r in rows], fontsize=9)
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_title(title, fontsize=11, loc="left")
+    ax.set_title(title, fontsize=10.5, loc="left")
     ax.grid(alpha=0.3, axis="x")
     ax.tick_params(labelbottom=True)
 
@@ -98,11 +98,11 @@ def forest_figure(primary: pd.DataFrame, out_dir: Path) -> Figure | None:
     panels = []
     for rows, who in (
         (family, "Independent zoos (the study's family)"),
-        (secondary, "Secondary folders (share trained models with the family; not counted)"),
+        (secondary, "Secondary folders (share trained models; not counted)"),
     ):
         for st, part in _by_statistic(rows):
-            panels.append((part, f"{who}: delta of {STATISTIC_LABELS.get(st, st)}"))
-    heights = [len(rows) + 2.2 for rows, _ in panels]
+            panels.append((part, f"{who}\ndelta of {STATISTIC_LABELS.get(st, st)}"))
+    heights = [len(rows) + 3.0 for rows, _ in panels]
     fig, axs = plt.subplots(
         len(panels),
         1,

@@ -286,7 +286,7 @@ def answer_context(
         "lead": lead,
         "primary_lead": answer_words.primary_lead(prim),
         "primary": prim,
-        "study_shown": any(r["study_verdict"] for r in prim),
+        "study_shown": study is not None and bool(prim),
         "differ": sum(1 for r in prim if r["study_verdict"] and r["study_note"] != "same"),
         "missing": [str(m) for m in getattr(result, "missing", []) or []],
         "rank_ceiling": rc.get("statement"),
@@ -318,8 +318,9 @@ def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
 def zoo_words(result: Correlation) -> str:
     """Which zoo the page is on, from correlate.json's ``zoos`` and the zoo's zoo.json (read
     through the checked reader ``io.readback.read_zoo_json``): ``zoo NAME (standard preset)``
-    or ``zoo NAME (grid file G)``; ``N zoos pooled: A + B`` for several zoos; the zoo's folder
-    name tells replicates and retrains apart (e.g. ``modular-addition-v2-avx2``)."""
+    or ``zoo NAME (grid file G)``; ``N zoos pooled: A + B`` for several zoos; NAME is the zoo's
+    folder (correlate.json's ``zoos``, else the manifest's folder), which tells replicates and
+    retrains apart (e.g. ``modular-addition-v2-avx2``)."""
     zoos = [str(z) for z in result.zoos]
     if len(zoos) > 1:
         return f"{len(zoos)} zoos pooled: {' + '.join(zoos)}"
@@ -335,7 +336,7 @@ def zoo_words(result: Correlation) -> str:
             plan = f"grid file {Path(str(grid_file)).name}"
         elif preset and preset != "grid":
             plan = f"{preset} preset"
-    name = zoos[0] if zoos else ""
+    name = zoos[0] if zoos else Path(str(result.manifest)).parent.name
     if not name:
         return plan
     return f"zoo {name}" + (f" ({plan})" if plan else "")
