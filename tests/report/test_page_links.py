@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from tests.report.test_study_pages import _correlation, _study  # noqa: E402
+from tests.report.test_study_pages import _correlation, _study
 
 
 def _zoo(root: Path, name: str, **plan: object) -> Path:
@@ -43,8 +43,22 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     study = _study()
     d = _correlation().differences
     mine = d[d["family"] == "primary"].assign(folder="results/a", independence="family")
-    mine = mine[["folder", "contrast", "measure", "versus", "statistic", "delta", "low",
-                 "high", "p", "p_holm", "verdict", "independence"]].reset_index(drop=True)
+    mine = mine[
+        [
+            "folder",
+            "contrast",
+            "measure",
+            "versus",
+            "statistic",
+            "delta",
+            "low",
+            "high",
+            "p",
+            "p_holm",
+            "verdict",
+            "independence",
+        ]
+    ].reset_index(drop=True)
     mine.loc[0, "verdict"] = "borderline" if mine.loc[0, "verdict"] != "borderline" else "worse"
     others = study.primary[study.primary["folder"] == "results/pooled"]
     study.primary = pd.concat([mine, others], ignore_index=True)
@@ -59,8 +73,10 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     answer = "**Answer.** P1 in b is not shown [C1]; P2 neither [C2]; p* = 0 stays.\n"
     study.primary.to_csv(res / "study" / "primary.csv", index=False)
     write_report(study, res / "study", answer, claims=claims)
-    for name, plan in (("a", {"preset": "standard"}), ("b", {"preset": "standard",
-                                                                "grid_file": "b.yaml"})):
+    for name, plan in (
+        ("a", {"preset": "standard"}),
+        ("b", {"preset": "standard", "grid_file": "b.yaml"}),
+    ):
         r = _correlation()
         r.manifest = str(_zoo(root, name, **plan))
         write_correlation(r, res / name)
@@ -131,7 +147,7 @@ def test_primary_rows_carry_both_verdicts(results: Path) -> None:
         assert cells[1] == theirs[contrast]
         differ += cells[0] != cells[1]
         if cells[0] != cells[1]:  # and says why
-            assert "the study adjusts over its" in rest
+            assert "Holm over the study's" in rest
     assert differ >= 1
     assert f"The study's verdict differs on {differ} of these {len(rows)} rows" in html
     # folder b has no row in the study: no study's verdict column

@@ -356,6 +356,6 @@ def test_answer_markdown_renders_the_subset_safely() -> None:
     out = str(render_markdown(text, {"C1"}))
     assert "a note" not in out
     assert out.startswith("<p><b>The answer.</b> One <code>x&lt;y&gt;</code>.</p>")
-    assert "<ol><li><b>first</b> a <a href=\"#claim-C1\">[C1]</a> continued</li>" in out
+    assert '<ol><li><b>first</b> a <a href="#claim-C1">[C1]</a> continued</li>' in out
     assert "p* = 0" in out and "2*3" in out and "<i>it</i>" in out
     assert "[C9]" in out and "#claim-C9" not in out

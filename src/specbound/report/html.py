@@ -12,9 +12,9 @@ PNG when asked), inline CSS and a few lines of inline JS (click a column header 
 table); no URL of any kind except relative links to the files written next to the page
 (:func:`file_link`: the CSVs and figures of the same output folder, checked to exist). Every
 table scrolls sideways inside its box (every row shown, no height cap), with a sticky first
-column (the row's key), so it is readable at 900 px. Numbers are right-aligned with thousands separators, one
-format per quantity (:func:`fmt`); an empty table cell is empty text, or :data:`NOT_APPLICABLE`
-("n/a") in a number column, never "undefined".
+column (the row's key), so it is readable at 900 px. Numbers are right-aligned with thousands
+separators, one format per quantity (:func:`fmt`); an empty table cell is empty text, or
+:data:`NOT_APPLICABLE` ("n/a") in a number column, never "undefined".
 No absolute filesystem path and no "inf" reaches a page.
 """
 

@@ -103,7 +103,5 @@ def blocks(text: str) -> list[tuple[str, list[str]]]:
 def render_markdown(text: str, claims: Container[str] = ()) -> Markup:
     """The answer text as HTML (module doc): :func:`blocks` of :func:`inline` segments,
     rendered by templates/_markdown.html (every character of ``text`` escaped there)."""
-    parts = [
-        {"kind": kind, "items": [inline(x, claims) for x in xs]} for kind, xs in blocks(text)
-    ]
+    parts = [{"kind": kind, "items": [inline(x, claims) for x in xs]} for kind, xs in blocks(text)]
     return render("_markdown.html", blocks=parts)

@@ -170,14 +170,8 @@ def verdict_note(own: str, study: str, independence: str, n_own: int, n_family: 
     if own == study:
         return "same"
     if independence == "secondary":
-        return (
-            "the study keeps this folder's own p_holm but re-checks the verdict under every "
-            "bootstrap seed; it is not in the study's family"
-        )
-    return (
-        f"the study adjusts over its {n_family} family rows, this page over its own {n_own}, "
-        "and re-checks the verdict under every bootstrap seed"
-    )
+        return "re-checked under every bootstrap seed; not in the study's family"
+    return f"Holm over the study's {n_family} rows, not this page's {n_own}"
 
 
 def predicts(low: Any, high: Any) -> str:

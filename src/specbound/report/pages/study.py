@@ -27,8 +27,8 @@ from ..figures.study import forest_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, page, table
 from ..html_markdown import claim_id, render_markdown
-from .links import STUDY, sibling_pages
 from ..numbers import interval, is_undefined, sig3, sig_small
+from .links import STUDY, sibling_pages
 
 if TYPE_CHECKING:
     import pandas as pd
