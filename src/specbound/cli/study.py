@@ -49,8 +49,9 @@ def study(
         typer.Option(
             "--answer",
             help="A Markdown or plain-text file with the answer in plain words (e.g. the "
-            "README's summary generated from the claims): the page opens with it, escaped, "
-            "paragraphs kept. Without it the page opens with a sentence from the tally.",
+            "README's summary generated from the claims): shown after the page's one-sentence "
+            "answer, its bold, lists and code rendered, everything else escaped. Without it "
+            "the verdict counts per comparison follow the sentence.",
             show_default=False,
         ),
     ] = None,

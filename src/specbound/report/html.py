@@ -272,7 +272,7 @@ def figure_html(fig: Figure) -> Markup:
     if shown is not None:
         data = base64.b64encode(shown.read_bytes()).decode("ascii")
         image = {"type": IMAGE_TYPES[shown.suffix], "data": data}
-    first = re.split(r"(?<=[.;:])\s", scrub_paths(fig.caption), maxsplit=1)[0].rstrip(".;:")
+    first = re.split(r"(?<=[.;])\s", scrub_paths(fig.caption), maxsplit=1)[0].rstrip(".;")
     return render(
         "_figure.html",
         name=fig.name,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.readback import Column, read_table
+from . import readback as R
 from .correlate.verdicts import BETTER, VERDICTS, WORSE
 
 if TYPE_CHECKING:
@@ -230,8 +231,6 @@ def proxy_statistics(folders: list[str], measures: tuple[str, ...] = (OWN, NORM)
     checked reader): one row per (measure, folder) with ``kendall_tau``, ``tau_fixed_n`` and
     ``tau_arch`` and their ``_low`` / ``_high`` (NaN when the folder has none)."""
     import pandas as pd
-
-    from . import readback as R
 
     rows = []
     for m in measures:
