@@ -38,7 +38,7 @@ table.sticky1 thead th:first-child{position:sticky;left:0;z-index:3;box-shadow:i
 .fit{max-width:100%;overflow-x:auto}table.primary{width:100%}
 table.primary td,table.primary th{white-space:normal;overflow-wrap:anywhere}
 table.primary th{overflow-wrap:normal;hyphens:auto}
-table.primary td.verdict{min-width:6em}code{overflow-wrap:anywhere}
+table.primary td.verdict{min-width:7.5em;overflow-wrap:normal}code{overflow-wrap:anywhere}
 tr:target td{background:#fff3c4}details>summary{cursor:pointer;font-weight:600}
 a{color:#2a5a9e}.files{font-size:.9em}.files a{margin-right:.7em}
 """
