@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from specbound.report.pages.links import sibling_pages
 from specbound.report.pages.scale import write_study
 from specbound.studies.scale.run import Study
 
@@ -37,7 +38,10 @@ def main() -> None:
     if models[list(TRAINING)].isna().any().any():
         raise SystemExit("ladder_page.py: a ladder model has no row in zoos/digits-ladder/zoo.csv")
     study = Study(models, growth, title=TITLE)
-    study.to_dir(FOLDER, extra=lambda tmp: write_study(study, tmp, figure_formats="svg"))
+    pages = sibling_pages(FOLDER)  # the study's page and every correlate folder's, both ways
+    study.to_dir(
+        FOLDER, extra=lambda tmp: write_study(study, tmp, figure_formats="svg", siblings=pages)
+    )
     print(f"wrote {FOLDER}/report.html")
 
 

@@ -36,7 +36,7 @@ restate digits-arch-replicate digits-arch-replicate
   results/digits-arch results/digits-arch-replicate \
   --replicates digits=results/digits-v2,results/digits-replicate:results/digits-pooled \
   --replicates modular-addition=results/modular-addition-v2,results/modular-addition-replicate:results/modular-addition-pooled \
-  --answer answer.md --out results/study --quiet
+  --answer answer.md --claims claims.csv --out results/study --quiet
 # answer.md is the README's answer, opening the study page; `python tables.py --check answer.md`
 # checks its verdicts against the family rows
 # the ladder's page from its own models.csv and growth.csv, with the zoo's training columns

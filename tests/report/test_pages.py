@@ -51,7 +51,8 @@ def test_one_table_escaped_by_its_template() -> None:
     )
     _safe(t)
     assert ">22,713,728<" in t and ">1,234,567<" in t  # thousands separators
-    assert ">undefined<" in t and "n/a" not in t and ">-<" not in t
+    # an empty number cell is "n/a", an empty text cell empty: never "undefined" (issue 53)
+    assert ">n/a<" in t and "undefined" not in t and ">-<" not in t
     assert 'data-v="22713728"' in t  # sort keys stay plain numbers
     big = H.table(pd.DataFrame({"i": range(223)}), page_size=50)
     assert big.count("<tr>") == 224  # every row is in the page (paged, not cut)
@@ -263,7 +264,8 @@ def test_correlate_page_escapes_and_says_undetermined(tmp_path: Path) -> None:
     answer = html.split("<figure", 1)[0]
     row = res.correlation.set_index("measure").loc["spectrum_adaptive"]
     lo, hi = float(row["kendall_tau_low"]), float(row["kendall_tau_high"])
-    lead = re.search(r'<p class="lead"><b>(.*?)</b>', answer).group(1)
+    # the proxy's own sentence follows the primary rows' bold lead (issue 53)
+    lead = re.search(r"<p>(spectrum_adaptive [^<]*)</p>", answer).group(1)
     if lo <= 0 <= hi:  # SPEC 10: an interval holding 0 is "undetermined", never "does not"
         assert lead.startswith("spectrum_adaptive is undetermined here: not shown to predict")
         assert "does not predict" not in html

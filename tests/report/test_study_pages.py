@@ -74,20 +74,38 @@ def _text(html: str) -> str:
 
 
 def test_forest_has_one_row_per_primary_contrast_secondary_apart(tmp_path: Path) -> None:
-    from specbound.report.figures.study import forest_figure, forest_rows
+    """Rows named by the two measures compared; the verdict by marker as well as colour; the
+    legend above the panels; numbers on every panel's x axis."""
+    from specbound.report.figures.study import VERDICT_STYLE, forest_figure, forest_rows
 
     fam, sec = forest_rows(_primary())
-    assert [r["label"] for r in fam] == ["a · P1", "a · P2", "b · P1", "b · P2"]
-    assert [r["label"] for r in sec] == ["pooled · P1", "pooled · P2"]
+    p1, p2 = "spectrum_adaptive − norm_based", "spectrum_adaptive − num_parameters"
+    assert [r["label"] for r in fam] == [f"a: {p1}", f"a: {p2}", f"b: {p1}", f"b: {p2}"]
+    assert [r["label"] for r in sec] == [f"pooled: {p1}", f"pooled: {p2}"]
+    markers = [m for _, m in VERDICT_STYLE.values()]
+    assert len(set(markers)) == len(markers)  # a shape per verdict, not colour alone
     fig = forest_figure(_primary(), tmp_path)
     assert fig is not None
     svg = fig.files[0].read_text(encoding="utf-8")
-    for label in ["a · P1", "a · P2", "b · P1", "b · P2", "pooled · P1", "pooled · P2"]:
+    for label in [f"a: {p1}", f"a: {p2}", f"b: {p1}", f"b: {p2}", f"pooled: {p1}"]:
         assert svg.count(label) == 1, label  # one y label per row, no other text
     assert "Secondary folders" in svg and "Independent zoos" in svg
-    # two panels: the secondary labels are drawn in another axes than the family's
     axes = re.findall(r'<g id="axes_\d+">', svg)
     assert len(axes) == 2
+    # every panel has x tick labels (matplotlib writes one text group per tick label)
+    for ax in re.split(r'<g id="axes_\d+">', svg)[1:]:
+        assert re.search(r'<g id="xtick_\d+">', ax) and "text_" in ax.split('<g id="ytick')[0]
+
+
+def test_forest_splits_tau_n_and_tau_arch(tmp_path: Path) -> None:
+    from specbound.report.figures.study import forest_figure
+
+    prim = _primary()
+    prim.loc[prim["folder"] == "results/b", "statistic"] = "tau_arch"
+    fig = forest_figure(prim, tmp_path)
+    assert fig is not None
+    svg = fig.files[0].read_text(encoding="utf-8")
+    assert len(re.findall(r'<g id="axes_\d+">', svg)) == 3  # family τ_n, family τ_arch, secondary
 
 
 # --- the study page --------------------------------------------------------------------------
@@ -106,20 +124,33 @@ def test_study_page_opens_with_the_generated_answer(tmp_path: Path) -> None:
     body = html.split("</h1>", 1)[1]
     assert body.lstrip().startswith('<div class="answer" id="answer">')
     ans = _text(_answer_block(html))
-    # the tally of the family rows only, counted here from the table above
-    assert (
-        "Across 2 independent zoos, of the 4 primary contrasts: 1 better, 1 worse, "
-        "0 borderline, 1 undetermined, 1 insufficient evidence; secondary folders (1) are "
-        "shown apart and not counted." in ans
+    # one plain sentence first: the family rows only, counted here from the table above
+    first = re.search(r'<p class="lead"><b>(.*?)</b></p>', html, re.S)
+    assert first
+    assert _text(first.group(1)) == (
+        "On 2 independent zoos (1 task), comparing models trained on the same number of "
+        "examples, the spectrum-adaptive proxy ranked the generalization gap better than the "
+        "norm-based proxy in 0 and worse in 1 (no clear difference in 1), and better than "
+        "plain measures (parameter count) in 1 and worse in 0 (no clear difference in 1)."
     )
-    assert "delta = statistic of the first measure − statistic of the second" in ans
-    assert "positive = the first measure ranks" in ans
-    assert "rests on 2 independent zoos" in ans
+    for word in ("P1", "τ", "Holm", "[C"):
+        assert word not in _text(first.group(1))
+    # the tally names the two measures of each comparison
+    assert (
+        "the spectrum-adaptive proxy against the norm-based proxy (P1, τ_n (at equal "
+        "training-set size); 2 zoos): 1 worse, 1 insufficient evidence" in ans
+    )
     text = _text(html)
+    assert "delta = statistic of the first measure − statistic of the second" in text
+    assert "rests on 2 independent zoos" in text
+    # secondary rows decided either way are listed (here the favourable one)
+    assert "better in 1: pooled (the spectrum-adaptive proxy against parameter count)" in text
     assert "[undefined, undefined]" not in text and "no interval" in text
     assert "verdict stable" in text
     assert "pooled: shares 144 models with a" in text
     assert "protocol v3" not in text
+    # the forest plot comes right after the answer
+    assert html.index('id="forest"') < html.index('id="family"') if 'id="forest"' in html else 1
 
 
 def test_study_page_takes_the_answer_text_escaped(tmp_path: Path) -> None:
@@ -130,9 +161,9 @@ def test_study_page_takes_the_answer_text_escaped(tmp_path: Path) -> None:
     block = _answer_block(html)
     assert "<script>alert" not in html
     assert "&lt;script&gt;" in block
-    paras = re.findall(r"<p[^>]*>(.*?)</p>", block, re.S)
+    paras = re.findall(r"<p[^>]*>(.*?)</p>", block.split("<details", 1)[1], re.S)
     assert paras[:3] == [
-        "The answer",
+        "<b>The answer</b>",
         f"First {html_lib.escape(HOSTILE, quote=True)} paragraph.".replace("&#x27;", "&#39;"),
         "Second paragraph.",
     ]
@@ -204,17 +235,18 @@ def correlate_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, st
 
 def test_every_verdict_of_a_folder_page_says_this_zoo_alone(correlate_page) -> None:
     res, html = correlate_page
-    table = re.search(r'<table id="primary">(.*?)</table>', html, re.S)
+    table = re.search(r'<table id="primary"[^>]*>(.*?)</table>', html, re.S)
     assert table, "the primary table"
     rows = re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)[1:]
     n = int((res.differences["family"] == "primary").sum())
     assert len(rows) == n >= 1  # A1 on tau_arch: cells of several lr
-    for row in rows:
-        verdict = re.search(r'<td class="verdict[^"]*">(.*?)</td>', row, re.S)
-        assert verdict and "this zoo alone" in verdict.group(1)
-        assert '<a href="../study/report.html">' in verdict.group(1)
     lead = re.search(r'<p class="lead">(.*?)</p>', html, re.S)
     assert lead and f"this zoo alone (Holm over its own {n} primary rows)" in _text(lead.group(1))
+    assert '<a href="../study/report.html">' in lead.group(1)
+    # the bold lead states the primary rows first, before any single measure's statistic
+    bold = re.search(r"<b>(.*?)</b>", lead.group(1), re.S)
+    assert bold and _text(bold.group(1)).startswith("Primary contrasts")
+    assert "predicts the gap" not in _text(bold.group(1))
     assert "protocol v4" in html and "protocol v3" not in html
     assert "verdict stable" in table.group(1)
 
@@ -313,11 +345,17 @@ def test_ladder_page_draws_the_ceiling_and_shows_training(tmp_path: Path) -> Non
     assert "Dash-dot (spectrum-adaptive panel): the rank ceiling" in text
 
 
-def test_answer_markdown_is_read_as_plain_paragraphs() -> None:
-    """answer.md is Markdown: its comment, emphasis and code marks never reach the page, and
-    each list item is its own paragraph (it was one run-on paragraph with raw ``**``)."""
-    from specbound.report.pages.study import answer_paragraphs
+def test_answer_markdown_renders_the_subset_safely() -> None:
+    """answer.md is Markdown: bold, lists and code render, the comment is dropped, "p* = 0"
+    keeps its asterisk (it became "p = 0"), [Cn] links to a listed claim's row only, and
+    every other character is escaped."""
+    from specbound.report.html_markdown import render_markdown
 
-    text = "<!-- a note\nfor editors -->\n\n**The answer.** One `x`.\n"
-    text += "1. **first** a\n2. second 2*3\n"
-    assert answer_paragraphs(text) == ["The answer. One x.", "1. first a", "2. second 2*3"]
+    text = "<!-- a note\nfor editors -->\n\n**The answer.** One `x<y>`.\n\n"
+    text += "1. **first** a [C1]\n   continued\n2. second 2*3, p* = 0 and *it* [C9]\n"
+    out = str(render_markdown(text, {"C1"}))
+    assert "a note" not in out
+    assert out.startswith("<p><b>The answer.</b> One <code>x&lt;y&gt;</code>.</p>")
+    assert '<ol><li><b>first</b> a <a href="#claim-C1">[C1]</a> continued</li>' in out
+    assert "p* = 0" in out and "2*3" in out and "<i>it</i>" in out
+    assert "[C9]" in out and "#claim-C9" not in out

@@ -49,8 +49,18 @@ def study(
         typer.Option(
             "--answer",
             help="A Markdown or plain-text file with the answer in plain words (e.g. the "
-            "README's summary generated from the claims): the page opens with it, escaped, "
-            "paragraphs kept. Without it the page opens with a sentence from the tally.",
+            "README's summary generated from the claims): shown after the page's one-sentence "
+            "answer, its bold, lists and code rendered, everything else escaped. Without it "
+            "the verdict counts per comparison follow the sentence.",
+            show_default=False,
+        ),
+    ] = None,
+    claims: Annotated[
+        Path | None,
+        typer.Option(
+            "--claims",
+            help="The claims.csv that the answer's [Cn] citations name: copied next to the "
+            "page, each claim listed there with the citations linked to its row.",
             show_default=False,
         ),
     ] = None,
@@ -70,7 +80,8 @@ def study(
     inputs = [*(folders or [])]
     for _, reps, pooled in groups:
         inputs += [*reps, *([pooled] if pooled is not None else [])]
-    check_output_dir(out, inputs=[*inputs, *([answer] if answer is not None else [])])
+    extra_inputs = [p for p in (answer, claims) if p is not None]
+    check_output_dir(out, inputs=[*inputs, *extra_inputs])
     text = None
     if answer is not None:
         try:
@@ -78,7 +89,11 @@ def study(
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--answer {answer}: cannot read it as UTF-8 text ({type(exc).__name__})")
     result = run_study(folders or [], groups)
-    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, text))
+    if claims is not None:
+        from ..studies.readback import read_claims_csv
+
+        read_claims_csv(claims)  # refused before anything is written
+    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, text, claims=claims))
     if as_json:
         print_json({"out": str(out), **result.summary()})
     elif not quiet:

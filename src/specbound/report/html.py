@@ -11,9 +11,10 @@ specbound's matplotlib wrote. A page is self-contained: figures embedded as base
 PNG when asked), inline CSS and a few lines of inline JS (click a column header to sort a
 table); no URL of any kind except relative links to the files written next to the page
 (:func:`file_link`: the CSVs and figures of the same output folder, checked to exist). Every
-table scrolls inside its box with a sticky header row and a sticky first column (the row's
-key), so it is readable at 900 px. Numbers are right-aligned with thousands separators, one
-format per quantity (:func:`fmt`), and a missing value is always written :data:`UNDEFINED`.
+table scrolls sideways inside its box (every row shown, no height cap), with a sticky first
+column (the row's key), so it is readable at 900 px. Numbers are right-aligned with thousands
+separators, one format per quantity (:func:`fmt`); an empty table cell is empty text, or
+:data:`NOT_APPLICABLE` ("n/a") in a number column, never "undefined".
 No absolute filesystem path and no "inf" reaches a page.
 """
 
@@ -209,7 +210,8 @@ def table(
     (``LABELS``, the CSV name as tooltip). Every row is written; with ``page_size`` and more
     rows than that, a pager shows ``page_size`` rows at a time (button "all" shows them all).
     Each numeric column has one format (:func:`column_format`). ``missing``: column -> the word
-    for its missing cells (e.g. :data:`NOT_APPLICABLE`), else :data:`UNDEFINED`. ``formats``:
+    for its missing cells, else "" in a text column and :data:`NOT_APPLICABLE` in a number
+    column. ``formats``:
     column -> its formatter instead (e.g. :func:`sig3`; sorting stays numeric). The first column
     stays in view when the table scrolls sideways (class ``sticky1``). ``max_rows`` is accepted
     for old callers and means ``page_size``."""
@@ -242,8 +244,8 @@ def table(
         logs = dict(zip(cols, row, strict=True))
         for c, v in zip(cols, row, strict=True):
             raw, shown = _sort_key(v), formats[c](v)
-            if c in missing and is_undefined(v):
-                shown = missing[c]
+            if is_undefined(v):  # an empty cell: empty text, or "n/a" for a number
+                shown = missing.get(c, "" if c in text_cols else NOT_APPLICABLE)
             if _beyond_float64(v, logs.get(f"log10_{c}")):  # missing because it overflowed
                 raw, shown = "Infinity", BEYOND
             if c in text_cols:
@@ -270,8 +272,9 @@ IMAGE_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
 def figure_html(fig: Figure) -> Markup:
     """A figure with its caption and relative links to its files (in ``figures/`` next to the
     page, in the order written); the first file a browser shows (SVG or PNG) is embedded as
-    base64, so the page stays one self-contained file. A figure written only as PDF has no
-    image on the page, only the link. (templates/_figure.html)"""
+    base64, so the page stays one self-contained file, its alt text the title and the caption's
+    first clause (what the figure shows). A figure written only as PDF has no image on the
+    page, only the link. (templates/_figure.html)"""
     files = [Path(p) for p in fig.files]
     root = files[0].parent.parent if files else None  # figures live in <out>/figures/
     links = Markup(", ").join(
@@ -282,10 +285,12 @@ def figure_html(fig: Figure) -> Markup:
     if shown is not None:
         data = base64.b64encode(shown.read_bytes()).decode("ascii")
         image = {"type": IMAGE_TYPES[shown.suffix], "data": data}
+    first = re.split(r"(?<=[.;])\s", scrub_paths(fig.caption), maxsplit=1)[0].rstrip(".;")
     return render(
         "_figure.html",
         name=fig.name,
         title=fig.title,
+        alt=f"{fig.title}: {first}" if first else fig.title,
         caption=scrub_paths(fig.caption),
         links=links,
         image=image,

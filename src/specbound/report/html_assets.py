@@ -14,7 +14,7 @@ margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 .bound{font-size:1.0em}.bound b{font-size:1.15em}
 figure{margin:1.4em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9em;color:#444;max-width:60em}
-.tw{max-height:75vh;overflow:auto;margin:.5em 0 1em;border:1px solid #ddd;max-width:100%;
+.tw{overflow:auto;margin:.5em 0 1em;border:1px solid #ddd;max-width:100%;
 width:max-content}
 table{border-collapse:separate;border-spacing:0;font-size:.85em}
 th,td{border-right:1px solid #e3e3e3;border-bottom:1px solid #e3e3e3;padding:.25em .55em;
@@ -35,6 +35,11 @@ table.sticky1 tbody td:first-child{position:sticky;left:0;z-index:1;background:#
 box-shadow:inset -1px 0 0 #bbb}
 table.sticky1 tbody tr:nth-child(even) td:first-child{background:#fafafa}
 table.sticky1 thead th:first-child{position:sticky;left:0;z-index:3;box-shadow:inset -1px 0 0 #bbb}
+.fit{max-width:100%;overflow-x:auto}table.primary{width:100%}
+table.primary td,table.primary th{white-space:normal;overflow-wrap:anywhere}
+table.primary th{overflow-wrap:normal;hyphens:auto}
+table.primary td.verdict{min-width:7.5em;overflow-wrap:normal}code{overflow-wrap:anywhere}
+tr:target td{background:#fff3c4}details>summary{cursor:pointer;font-weight:600}
 a{color:#2a5a9e}.files{font-size:.9em}.files a{margin-right:.7em}
 """
 

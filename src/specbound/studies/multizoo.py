@@ -166,8 +166,8 @@ def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     d = R.read_differences_csv(folder, meta)
     if int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
         raise SpecboundError(
-            f"{folder} was written before protocol v3 (no primary rows); re-evaluate it with "
-            f"'specbound correlate {folder} --out {folder}'"
+            f"{folder} was written before protocol v3 (no primary rows); re-evaluate it in "
+            f"place: correlate it again with out={folder}"
         )
     models_file = folder / "models.csv"
     models = R.read_models_csv(folder, meta) if present(models_file) else pd.DataFrame()

@@ -205,7 +205,9 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     ax.grid(alpha=0.3)
     if span is None:
         ax.locator_params(axis="x", nbins=5)
-    return save(fig, out_dir, f"measure_{measure}", measure, why)
+    said = f", τ {tau:.2f}{iv}" if not math.isnan(tau) else ""
+    title = f"{measure} against the gap ({result.gap}), one point per model{said}"
+    return save(fig, out_dir, f"measure_{measure}", title, why)
 
 
 STATS = (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...studies.scale.fit import CEILING_COLUMN
-from ...studies.scale.verdict import MIN_RESID_DF, _df
+from ...studies.scale.verdict import low_resid_df
 from .style import (
     PROXY_COLORS,
     PROXY_LABELS,
@@ -45,7 +45,8 @@ def _proxy_column(models: Any, proxy: str) -> str | None:
 
 def _low_df(growth: Any, proxy: str, axis: str, z: Any) -> int | None:
     """The residual degrees of freedom of growth.csv's per-fixed fit of ``proxy`` along
-    ``axis`` at ``z`` when below ``verdict.MIN_RESID_DF`` (the line is flagged), else None."""
+    ``axis`` at ``z`` when below ``verdict.MIN_RESID_DF`` (the line is flagged:
+    ``verdict.low_resid_df``), else None."""
     if growth is None or growth.empty:
         return None
     name_col = "measure" if "measure" in growth.columns else "proxy"
@@ -57,8 +58,7 @@ def _low_df(growth: Any, proxy: str, axis: str, z: Any) -> int | None:
     ]
     if rows.empty:
         return None
-    d = _df(rows.iloc[0])
-    return d if d is not None and d < MIN_RESID_DF else None
+    return low_resid_df(rows.iloc[0])
 
 
 def _slope(growth: Any, proxy: str, axis: str, z: Any) -> float | None:

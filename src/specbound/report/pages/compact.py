@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..html import interval
-from ..numbers import as_float, sig_small
+from ..numbers import NOT_APPLICABLE, as_float, sig_small
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from ...studies.correlate.result import Correlation
 
 
-#: A statistic or a difference on this page (3 decimals, 3 significant digits below 0.01).
-_sig = sig_small
+def _sig(v: Any) -> str:
+    """A statistic or a difference on this page (3 decimals, 3 significant digits below 0.01);
+    "n/a" when it is undefined (an empty cell, never the word "undefined")."""
+    return NOT_APPLICABLE if math.isnan(as_float(v)) else sig_small(v)
 
 
 def _text(v: Any) -> str:

@@ -26,13 +26,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...errors import SpecboundError
+from ...io.readback import read_zoo_json
 from ...naming import display_names
+from ...studies import answer as answer_words
 from ...studies.correlate.rules import BASELINES
 from ...studies.correlate.table import better_word, verdict
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table
 from ..numbers import as_float, spec
+from . import links
 from .compact import _sig, _text, compact_table
 
 if TYPE_CHECKING:
@@ -62,23 +66,14 @@ PATH_COLUMNS = ("init", "init_path", "init_checkpoint")
 def _stat(row: dict[str, Any], st: str, name: str) -> str:
     v = as_float(row.get(st))
     if math.isnan(v):
-        return f"{name} undefined"
+        return f"{name} n/a"
     v = round(v, 2) + 0.0  # never "-0.00"
     return f"{name} {v:.2f} {interval(row.get(f'{st}_low'), row.get(f'{st}_high'))}"
 
 
 def predicts(row: dict[str, Any], st: str = "kendall_tau") -> str:
-    """SPEC 10's words for one statistic's interval: "predicts the gap" only when the interval
-    is above 0, "the wrong way" when below 0, otherwise "undetermined" (an interval that holds
-    0 shows neither that it predicts nor that it does not)."""
-    lo, hi = as_float(row.get(f"{st}_low")), as_float(row.get(f"{st}_high"))
-    if math.isnan(lo) or math.isnan(hi):
-        return "is undetermined (no interval)"
-    if lo > 0:
-        return "predicts the gap here"
-    if hi < 0:
-        return "ranks the gap the wrong way here"
-    return "is undetermined here: not shown to predict the gap, its interval holds 0"
+    """SPEC 10's words for one statistic's interval (``studies.answer.predicts``)."""
+    return answer_words.predicts(row.get(f"{st}_low"), row.get(f"{st}_high"))
 
 
 def _verdict(row: dict[str, Any], axes: list[str]) -> str:
@@ -89,23 +84,46 @@ def _verdict(row: dict[str, Any], axes: list[str]) -> str:
     return verdict(row, axes)
 
 
-def primary_rows(result: Correlation) -> list[dict[str, str]]:
+def primary_rows(result: Correlation, study: pd.DataFrame | None = None) -> list[dict[str, str]]:
     """The primary contrasts (differences.csv family primary) as the page shows them: text
-    cells, numbers formatted, the interval "[lo, hi]" or "no interval", ``verdict_stable``."""
+    cells, numbers formatted, the interval "[lo, hi]" or "no interval", ``verdict_stable``;
+    with ``study`` (the study's rows of this folder, ``studies.answer.study_rows``) the
+    study's verdict of each row and why it differs from this page's (``study_note``)."""
     d = result.differences
     if d is None or "family" not in d.columns:
         return []
-    return [
-        {
+    prim = d[d["family"] == "primary"].to_dict("records")
+    theirs: dict[str, dict[str, Any]] = {}
+    n_family = 0
+    if study is not None:
+        theirs = {str(r["contrast"]): r for r in study.to_dict("records")}
+        n_family = int(study.attrs.get("n_family", 0))
+    out = []
+    for r in prim:
+        row = {
             **{k: str(r[k]) for k in ("contrast", "measure", "versus", "statistic")},
             **{k: _sig(r[k]) for k in ("delta", "p", "p_holm")},
             "interval": interval(r["low"], r["high"], 3),
             "verdict": str(r["verdict"]),
             "verdict_stable": _text(r.get("verdict_stable")),
             "evidence": str(r["evidence"]),
+            "study_verdict": "",
+            "study_p_holm": "",
+            "study_note": "",
         }
-        for r in d[d["family"] == "primary"].to_dict("records")
-    ]
+        s_row = theirs.get(row["contrast"])
+        if s_row is not None:
+            row["study_verdict"] = str(s_row["verdict"])
+            row["study_p_holm"] = _sig(s_row.get("p_holm"))
+            row["study_note"] = answer_words.verdict_note(
+                row["verdict"],
+                row["study_verdict"],
+                str(s_row.get("independence", "") or ""),
+                len(prim),
+                n_family,
+            )
+        out.append(row)
+    return out
 
 
 def differences_sentences(result: Correlation, measure: str) -> list[str]:
@@ -187,18 +205,36 @@ def scope_sentence(result: Correlation) -> str:
     )
 
 
-def answer_context(result: Correlation, study_href: str | None = None) -> dict[str, Any]:
-    """What the opening says (templates/_correlate_answer.html): the tool's own proxy, the
-    primary contrasts, every measure's verdict, established differences, the rank ceiling,
-    the zoo's counts."""
+def _rank(rows: dict[str, Any], name: str, st: str = "kendall_tau") -> str:
+    """``3rd of 14 measures by τ`` (ties share the better place); "" when undefined."""
+    vals = {k: as_float(r.get(st)) for k, r in rows.items()}
+    vals = {k: v for k, v in vals.items() if not math.isnan(v)}
+    if name not in vals:
+        return ""
+    place = 1 + sum(1 for v in vals.values() if v > vals[name])
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(place if place < 20 else place % 10, "th")
+    return f"{place}{suffix} of {len(vals)} measures by τ"
+
+
+def answer_context(
+    result: Correlation, study_href: str | None = None, study: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """What the opening says (templates/_correlate_answer.html): the primary contrasts first
+    (``studies.answer.primary_lead``, the bold lead), with the study's verdict of each row when
+    ``study`` (its rows of this folder) is given; then the tool's own proxy (its interval in
+    SPEC 10's words and its rank among the measures), every measure's verdict, established
+    differences, the rank ceiling, the zoo's counts."""
     c = result.correlation
     rows = {str(r["measure"]): r for r in c.to_dict("records")}
+    prim = primary_rows(result, study)
     lead = None
     if OWN in rows:
         r = rows[OWN]
-        lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')})"
+        lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')}"
+        rank = _rank(rows, OWN)
+        lead += f", {rank})" if rank else ")"
         if math.isnan(as_float(r.get("tau_fixed_n"))):
-            lead += "; τ at fixed n is undefined"
+            lead += "; τ at fixed n is n/a (one n)"
         else:
             lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
             lead += f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
@@ -248,7 +284,10 @@ def answer_context(result: Correlation, study_href: str | None = None) -> dict[s
         "study_href": study_href,
         "confound": confound_sentence(result, rows),
         "lead": lead,
-        "primary": primary_rows(result),
+        "primary_lead": answer_words.primary_lead(prim),
+        "primary": prim,
+        "study_shown": study is not None and bool(prim),
+        "differ": sum(1 for r in prim if r["study_verdict"] and r["study_note"] != "same"),
         "missing": [str(m) for m in getattr(result, "missing", []) or []],
         "rank_ceiling": rc.get("statement"),
         "measures": measures,
@@ -276,26 +315,41 @@ def model_labels(models: pd.DataFrame) -> tuple[list[str], pd.DataFrame | None]:
     return labels, pd.DataFrame({"label": labels, "model": short})
 
 
-def page_title(result: Correlation) -> str:
-    """``Correlation study: TASK, PRESET, protocol v4, with data measures``: the page says which
-    zoo it is on (preset from the zoo's zoo.json, "pooled" for several zoos) and the protocol
-    number correlate.json records."""
-    import json
-
-    parts = [str(result.task)] if result.task else []
-    preset = None
-    if len(result.zoos) > 1:
-        preset = f"{len(result.zoos)} zoos pooled"
-    else:
-        zoo_json = Path(str(result.manifest)).with_name("zoo.json")
+def zoo_words(result: Correlation) -> str:
+    """Which zoo the page is on, from correlate.json's ``zoos`` and the zoo's zoo.json (read
+    through the checked reader ``io.readback.read_zoo_json``): ``zoo NAME (standard preset)``
+    or ``zoo NAME (grid file G)``; ``N zoos pooled: A + B`` for several zoos; NAME is the zoo's
+    folder (correlate.json's ``zoos``, else the manifest's folder), which tells replicates and
+    retrains apart (e.g. ``modular-addition-v2-avx2``)."""
+    zoos = [str(z) for z in result.zoos]
+    if len(zoos) > 1:
+        return f"{len(zoos)} zoos pooled: {' + '.join(zoos)}"
+    plan = ""
+    zoo_json = Path(str(result.manifest)).with_name("zoo.json")
+    if zoo_json.is_file():
         try:
-            preset = json.loads(zoo_json.read_text(encoding="utf-8")).get("preset")
-        except (OSError, ValueError, AttributeError):
-            preset = None
-        if preset == "grid" or preset is None:
-            preset = result.zoos[0] if result.zoos else preset
-    if preset:
-        parts.append(str(preset))
+            meta = read_zoo_json(zoo_json)
+        except SpecboundError:
+            meta = {}
+        grid_file, preset = meta.get("grid_file"), meta.get("preset")
+        if grid_file:
+            plan = f"grid file {Path(str(grid_file)).name}"
+        elif preset and preset != "grid":
+            plan = f"{preset} preset"
+    name = zoos[0] if zoos else Path(str(result.manifest)).parent.name
+    if not name:
+        return plan
+    return f"zoo {name}" + (f" ({plan})" if plan else "")
+
+
+def page_title(result: Correlation) -> str:
+    """``Correlation study: TASK, zoo NAME (PLAN), protocol v4, with data measures``: the page
+    says which zoo it is on (:func:`zoo_words`) and the protocol number correlate.json
+    records."""
+    parts = [str(result.task)] if result.task else []
+    zoo = zoo_words(result)
+    if zoo:
+        parts.append(zoo)
     parts.append(f"protocol v{result.summary()['protocol']}")
     data = any(m in result.measures for m in ("sharpness", "pacbayes_flatness", "inverse_margin"))
     parts.append("with data measures" if data else "weight measures only")
@@ -317,6 +371,7 @@ def report_html(
     out_dir: str | Path | None = None,
     siblings: Sequence[tuple[str, str]] = (),
     study_href: str | None = None,
+    study: pd.DataFrame | None = None,
 ) -> str:
     """The whole report page (templates/correlate.html), figures embedded; links to the files
     written next to it, to ``siblings`` (label, relative href) pages and to the study's page
@@ -333,7 +388,7 @@ def report_html(
         page_title(result),
         docs=("correlate", "measures"),
         template="correlate.html",
-        a=answer_context(result, study_href),
+        a=answer_context(result, study_href, study),
         files=files_html(out_dir, CORRELATE_FILES),
         siblings=list(siblings),
         notes=list(result.notes),
@@ -360,19 +415,22 @@ def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:
 
 
 def sibling_pages(out: Path) -> list[tuple[str, str]]:
-    """The other correlate folders beside ``out`` (their report.html, relative links), and the
-    README.md of the folder above them when there is one (a benchmark's write-up)."""
-    parent = Path(out).absolute().parent
-    if not parent.is_dir():
-        return []
-    pages = [
-        (d.name, f"../{d.name}/report.html")
-        for d in sorted(parent.iterdir())
-        if d.name != Path(out).name and (d / "correlate.json").is_file()
-    ]
-    if (parent.parent / "README.md").is_file() and pages:
-        pages.append(("README", "../../README.md"))
-    return pages
+    """The other pages beside ``out`` (``links.sibling_pages``: the study, the correlate
+    folders, a size ladder; never a hidden temporary folder) and the README.md of the folder
+    above them when there is one (a benchmark's write-up)."""
+    return links.sibling_pages(out)
+
+
+def study_of(out: Path) -> pd.DataFrame | None:
+    """The study's primary rows of the folder ``out`` when the study's folder sits beside it
+    (``studies.answer.study_rows``); None when there is none or it cannot be read."""
+    there = Path(out).absolute().parent / links.STUDY
+    if Path(out).name == links.STUDY:
+        return None
+    try:
+        return answer_words.study_rows(there, Path(out).name)
+    except SpecboundError:
+        return None
 
 
 def study_page(out: Path) -> str | None:
@@ -390,6 +448,7 @@ def write_page(
     siblings: Sequence[tuple[str, str]] = (),
     figure_formats: str | Sequence[str] | None = None,
     study_href: str | None = None,
+    study: pd.DataFrame | None = None,
 ) -> None:
     """Write figures/ (unless ``figures`` is False; each in ``figure_formats``, SVG by default)
     and report.html into ``folder`` (the result's folder being written; the page links to the
@@ -398,7 +457,7 @@ def write_page(
     with writing_formats(figure_formats):
         figs = correlation_figures(result, folder / "figures") if figures else []
     (folder / "report.html").write_text(
-        report_html(result, figs, folder, siblings, study_href), encoding="utf-8"
+        report_html(result, figs, folder, siblings, study_href, study), encoding="utf-8"
     )
 
 
@@ -411,16 +470,18 @@ def correlation_page(
     figure_formats: str | Sequence[str] | None = None,
 ) -> Callable[[Path], None]:
     """The ``extra`` of ``result.to_dir(out, extra=...)`` that adds the report page: figures/
-    and report.html, linking to the correlate folders beside ``out`` (``sibling_pages``, found
-    now, before the write) unless ``siblings`` are given."""
-    links = list(siblings) or sibling_pages(Path(out))
+    and report.html, linking to the pages beside ``out`` (``sibling_pages``, found now, before
+    the write) unless ``siblings`` are given, with the study's verdict of each primary row when
+    the study's folder sits beside ``out`` (:func:`study_of`)."""
+    pages = list(siblings) or sibling_pages(Path(out))
     return functools.partial(
         write_page,
         result,
         figures=figures,
-        siblings=links,
+        siblings=pages,
         figure_formats=figure_formats,
         study_href=study_page(Path(out)),
+        study=study_of(Path(out)),
     )
 
 

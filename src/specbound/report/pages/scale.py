@@ -187,6 +187,7 @@ def write_study(
     *,
     norm_scaling_layers: int | None = None,
     figure_formats: str | Sequence[str] | None = None,
+    siblings: Sequence[tuple[str, str]] | None = None,
 ) -> Path:
     """Write figures/ and report.html for a study into ``out_dir`` (call it inside
     ``io.output_dir``, e.g. ``study.to_dir(out, extra=lambda tmp: write_study(study, tmp))``).
@@ -195,13 +196,21 @@ def write_study(
     spectral decay and contribution-against-p figures of the largest model (files
     ``L{L}_N{N}_*``); with ``norm_scaling_layers``, also the norms against N at that depth.
     ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``).
+    ``siblings``: (label, relative href) of the pages beside it (``pages.links.sibling_pages``
+    of the final folder; ``out_dir`` is the write's temporary folder); else the benchmark's
+    README.md when there is one.
     """
     with writing_formats(figure_formats):
         require_matplotlib()
-        return _write_study(study, Path(out_dir), norm_scaling_layers)
+        return _write_study(study, Path(out_dir), norm_scaling_layers, siblings)
 
 
-def _write_study(study: Study, out_dir: Path, norm_scaling_layers: int | None) -> Path:
+def _write_study(
+    study: Study,
+    out_dir: Path,
+    norm_scaling_layers: int | None,
+    siblings: Sequence[tuple[str, str]] | None = None,
+) -> Path:
     """The figures of :func:`write_study` (in the formats set around it), then the page."""
     fig_dir = out_dir / "figures"
     figs = FS.study_figures(study, fig_dir)
@@ -218,7 +227,7 @@ def _write_study(study: Study, out_dir: Path, norm_scaling_layers: int | None) -
         nf = FS.norm_scaling_figure(study, fig_dir, num_layers=norm_scaling_layers)
         if nf is not None:
             figs.append(nf)
-    return write_study_report(study, out_dir, figs)
+    return write_study_report(study, out_dir, figs, siblings)
 
 
 #: Slopes and their SEs on the page: 3 significant digits each, so an SE is never printed
@@ -237,9 +246,14 @@ def growth_display(growth: pd.DataFrame) -> pd.DataFrame:
     return key_columns_first(g, GROWTH_FIRST)
 
 
-def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]) -> Path:
+def write_study_report(
+    study: Study,
+    out_dir: str | Path,
+    figs: Sequence[Figure],
+    siblings: Sequence[tuple[str, str]] | None = None,
+) -> Path:
     """Write report.html for a study into ``out_dir`` (figures already written;
-    templates/scale.html)."""
+    templates/scale.html), linking ``siblings`` (else the benchmark's README.md)."""
     growth = growth_display(study.growth)
     if "fixed_value" in growth.columns and "fit" in growth.columns:
         fixed = [
@@ -248,9 +262,12 @@ def write_study_report(study: Study, out_dir: str | Path, figs: Sequence[Figure]
         ]
         growth["fixed_value"] = fixed
     readme = Path(out_dir).absolute().parent.parent / "README.md"
+    if siblings is None:
+        there = readme.is_file() and "benchmarks" in readme.parts
+        siblings = [("README", "../../README.md")] if there else []
     html_text = page(
         study.title,
-        readme="../../README.md" if readme.is_file() and "benchmarks" in readme.parts else None,
+        siblings=list(siblings),
         docs=("scale", "measures"),
         template="scale.html",
         a=answer_context(study),

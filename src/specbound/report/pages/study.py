@@ -10,15 +10,25 @@ replicate groups and the exploratory rows. The folder's tables and study.json ar
 
 from __future__ import annotations
 
-import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...errors import SpecboundError
+from ...studies.answer import (
+    comparison_tally,
+    plain_answer,
+    proxy_statistics,
+    secondary_lines,
+)
+from ...studies.readback import read_claims_csv
 from ..figures.study import forest_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, page, table
-from ..numbers import interval, sig3, sig_small
+from ..html_markdown import claim_id, render_markdown
+from ..numbers import interval, is_undefined, sig3, sig_small
+from .links import STUDY, sibling_pages
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,8 +36,6 @@ if TYPE_CHECKING:
     from ...studies.multizoo import Study
 
 FILES = ("primary.csv", "exploratory.csv", "study.json")
-#: The verdict words the generated answer counts, in its order.
-TALLY = ("better", "worse", "borderline", "undetermined")
 SIGN_CONVENTION = (
     "Sign convention: delta = statistic of the first measure − statistic of the second (e.g. "
     "P1: τ_n(spectrum_adaptive) − τ_n(norm_based)); positive = the first measure ranks the "
@@ -38,46 +46,6 @@ SIGN_CONVENTION = (
 def _count(n: int, noun: str) -> str:
     """``1 zoo``, ``2 zoos``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def answer_paragraphs(text: str) -> list[str]:
-    """A Markdown or plain-text answer as paragraphs: blocks separated by blank lines, lines
-    of a block joined by a space; a list item (``- ``, ``1. ``) starts its own paragraph; a
-    heading's leading ``#`` marks, HTML comments and the emphasis and code marks ``**``, ``*``,
-    ``` ` ``` are dropped (the text is rendered escaped; no other markup is interpreted)."""
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-    blocks: list[str] = []
-    current: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and current and re.match(r"^(?:[-*]|\d+\.)\s", line):
-            blocks.append(" ".join(current))
-            current = []
-        if line:
-            line = re.sub(r"^#{1,6}\s+", "", line)
-            current.append(re.sub(r"\*\*|`|(?<![\w*])\*(?=\S)|(?<=\S)\*(?![\w*])", "", line))
-        elif current:
-            blocks.append(" ".join(current))
-            current = []
-    if current:
-        blocks.append(" ".join(current))
-    return blocks
-
-
-def tally_sentence(summary: dict[str, Any]) -> str:
-    """The generated plain-words answer from ``Study.summary()``: the family's verdict counts,
-    the independent zoos they rest on, the secondary folders shown apart."""
-    counts = {str(k): int(v) for k, v in summary.get("verdicts", {}).items()}
-    n_family = int(summary.get("n_family", sum(counts.values())))
-    words = [f"{counts.get(w, 0)} {w}" for w in TALLY]
-    words += [f"{n} {w}" for w, n in sorted(counts.items()) if w not in TALLY and n]
-    n_zoos = int(summary.get("independent_zoos", 0))
-    n_sec = len(summary.get("secondary", []) or [])
-    return (
-        f"Across {_count(n_zoos, 'independent zoo')}, of the {n_family} "
-        f"primary contrasts: {', '.join(words)}; secondary folders ({n_sec}) are shown apart "
-        "and not counted."
-    )
 
 
 def _primary_show(prim: pd.DataFrame) -> pd.DataFrame:
@@ -109,16 +77,60 @@ def _primary_show(prim: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _proxy_table(result: Study) -> Any:
+    """Each proxy's own τ, τ_n and τ_arch with their intervals in each folder of the study
+    (``studies.answer.proxy_statistics``); None when no folder can be read."""
+    import pandas as pd
+
+    try:
+        stats = proxy_statistics(list(result.folders))
+    except (SpecboundError, OSError):
+        return None
+    shown = pd.DataFrame(
+        {
+            "measure": stats["measure"],
+            "folder": stats["folder"],
+            **{
+                label: [
+                    "" if is_undefined(v) else f"{sig_small(v)} {interval(lo, hi, 2)}"
+                    for v, lo, hi in zip(
+                        stats[st], stats[f"{st}_low"], stats[f"{st}_high"], strict=True
+                    )
+                ]
+                for st, label in (
+                    ("kendall_tau", "τ [95%]"),
+                    ("tau_fixed_n", "τ_n [95%]"),
+                    ("tau_arch", "τ_arch [95%]"),
+                )
+            },
+        }
+    )
+    return table(shown, page_size=60)
+
+
+def claims_rows(claims: pd.DataFrame | None) -> list[dict[str, str]]:
+    """claims.csv's rows as the page lists them, each with its anchor (``claim-C12``)."""
+    if claims is None:
+        return []
+    return [
+        {**{str(k): str(v) for k, v in r.items()}, "id": claim_id(str(r["claim"]))}
+        for r in claims.to_dict("records")
+    ]
+
+
 def report_html(
     result: Study,
     out_dir: str | Path | None = None,
     answer: str | None = None,
     figures: Sequence[Any] = (),
+    claims: pd.DataFrame | None = None,
 ) -> str:
-    """The study page (templates/study.html): the answer (``answer``, the text of ``--answer``,
-    else :func:`tally_sentence`), the sign convention and the independent zoos, ``figures``
-    (the forest plot), the family table, the secondary folders, the replicate groups, then the
-    exploratory rows, labelled as such."""
+    """The study page (templates/study.html): the answer's one plain sentence
+    (``studies.answer.plain_answer``), then ``answer`` (the text of ``--answer``, Markdown
+    subset, its [Cn] citations linked to the rows of ``claims``) or the tally per comparison,
+    then ``figures`` (the forest plot), the tally, the sign convention and the independent zoos,
+    the family table, each proxy's statistics per folder, the secondary folders, the replicate
+    groups, the claims and the exploratory rows, labelled as such."""
     import pandas as pd
 
     prim = result.primary
@@ -153,6 +165,12 @@ def report_html(
             folder_pages.append((name, f"../{name}/report.html"))
         else:
             folder_pages.append((name, None))
+    shown = {name for name, _ in folder_pages} | {STUDY}
+    others = [  # a size ladder, the write-up: the pages beside it that no row links
+        (text, href)
+        for text, href in (sibling_pages(out_dir) if out_dir is not None else [])
+        if href.split("/")[1] not in shown
+    ]
     secondary = [
         {
             "folder": Path(str(s.get("folder", ""))).name,
@@ -176,23 +194,30 @@ def report_html(
     exploratory = None
     if isinstance(ex, pd.DataFrame) and len(ex):
         exploratory = table(ex, first=["measure"], page_size=50)
+    listed = claims_rows(claims)
+    ids = {c["claim"] for c in listed}
     return page(
-        "Multi-zoo study (protocol v4): the answer and the primary contrasts",
+        "Multi-zoo study (protocol v4): does the spectrum-adaptive proxy predict generalization "
+        "better?",
         docs=("correlate",),
         template="study.html",
-        answer=answer_paragraphs(answer) if answer else [tally_sentence(summary)],
-        answer_given=bool(answer),
-        tally=tally_sentence(summary),
+        plain=plain_answer(prim) if len(prim) else "",
+        details=render_markdown(answer, ids) if answer else None,
+        tally=comparison_tally(prim) if len(prim) else [],
+        secondary_decided=secondary_lines(prim) if len(prim) else [],
         sign=SIGN_CONVENTION,
         zoos=zoos_line,
         rule=rule,
-        files=[file_link(out_dir, f) for f in FILES],
+        files=[file_link(out_dir, f) for f in (*FILES, *(("claims.csv",) if listed else ()))],
         figures=[figure_html(f) for f in figures],
         family=table(_primary_show(fam), page_size=60) if len(fam) else None,
+        proxies=_proxy_table(result) if len(prim) else None,
         secondary=secondary,
         secondary_rows=table(_primary_show(sec), page_size=60) if len(sec) else None,
         folder_pages=folder_pages,
+        other_pages=others,
         groups=groups,
+        claims=listed,
         exploratory=exploratory,
         notes=list(result.notes),
     )
@@ -204,15 +229,22 @@ def write_report(
     answer: str | None = None,
     *,
     figure_formats: str | Sequence[str] | None = None,
+    claims: str | Path | None = None,
 ) -> Path:
     """Write figures/forest.svg and report.html for ``result`` into ``out_dir``, the folder its
     tables are written to (call it inside ``io.output_dir``, e.g. ``result.to_dir(out,
     extra=lambda tmp: write_report(result, tmp, answer))``, so the page links the files
-    written there). ``answer``: the plain-words answer (``--answer FILE``'s text) or None."""
+    written there). ``answer``: the plain-words answer (``--answer FILE``'s text) or None;
+    ``claims``: the claims.csv its [Cn] citations name (read through the checked reader and
+    copied, byte for byte, into ``out_dir``, so the page lists and links every claim)."""
     out_dir = Path(out_dir)
+    table_of_claims = None
+    if claims is not None:
+        table_of_claims = read_claims_csv(claims)
+        shutil.copyfile(claims, out_dir / "claims.csv")
     with writing_formats(figure_formats):
         fig = forest_figure(result.primary, out_dir / "figures") if len(result.primary) else None
     path = out_dir / "report.html"
-    html = report_html(result, out_dir, answer, [fig] if fig is not None else [])
+    html = report_html(result, out_dir, answer, [fig] if fig is not None else [], table_of_claims)
     path.write_text(html, encoding="utf-8")
     return path

@@ -1,29 +1,19 @@
 """``specbound trajectory``: the report page of a ``track.csv`` (SPEC 11).
 
-The page opens with the answer, from the milestones table: whether a grokking phase was
-detected (train accuracy first at its plateau long before test accuracy moved) and which
-measures moved at the test metric's step, every such claim scoped to the statistic it rests on
-("by the half-change statistic, ..."); training instability after the plateau (evaluations
-with train accuracy more than :data:`DIP` below its maximum: counted) and measures that swing
-after the plateau more than they drift (:data:`SWING`); the rank-ceiling caveat when share
-p*=0 is high (:data:`HIGH_SHARE`). A series that does not move has no half-change step
-(``studies.trajectory.movement``: net change below ``NET_TOL`` of its range, or a range below
-``FLAT_TOL`` of its size). Measures are written with 3 significant digits, never rounded to
-integers. Then the metrics and mean p* panels, one panel per measure, the milestones and every
+The page opens with the answer, in the words of ``studies.trajectory_answer`` (which decides
+them from the milestones table: grokking phase, measures that moved at the test metric's step,
+instability and swings after the plateau, the rank-ceiling caveat); report/ only renders them.
+Then the metrics and mean p* panels, one panel per measure, the milestones and every
 row (paged). The rows and milestones are a ``studies.trajectory.Trajectory``, whose ``to_dir``
 writes the folder with :func:`write_report` (figures/, report.html) as ``extra``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ...studies.gap import resolve_gap
 from ...studies.trajectory import (  # noqa: F401 (Phase, Plateau, plateau re-exported)
     FLAT_TOL,
     MIN_DELAY,
@@ -40,7 +30,8 @@ from ...studies.trajectory import (  # noqa: F401 (Phase, Plateau, plateau re-ex
     read_trajectory,
     track_gap,
 )
-from ...track import TRACK_CSV, half_change_step, read_track
+from ...studies.trajectory_answer import answer_sentences, test_metric_step
+from ...track import TRACK_CSV, read_track
 from ..figures import trajectory as F
 from ..figures.style import figure_formats as check_formats
 from ..figures.style import require_matplotlib, writing_formats
@@ -49,186 +40,10 @@ from ..html import figure_html, file_link, page, sig3, table
 if TYPE_CHECKING:
     import pandas as pd
 
-#: A measure "moved at" a step when its half-change step lies within this share of the
-#: tracked step range of it.
-NEAR = 0.05
-#: Training instability: an evaluation after the plateau step whose train accuracy lies more
-#: than this below its maximum is a dip.
-DIP = 0.1
-#: A measure swings after the plateau when its range there exceeds this many times its net
-#: change there (it goes back and forth more than it drifts).
-SWING = 2.0
-#: The rank-ceiling caveat is stated when share p*=0 reaches this at some evaluation.
-HIGH_SHARE = 0.5
-
 
 def load_track(path: str | Path) -> pd.DataFrame:
     """The rows of a track.csv (``track.read_track``: the one reader)."""
     return read_track(path)
-
-
-def instability(df: pd.DataFrame) -> str | None:
-    """The sentence naming training instability after the plateau: how many later evaluations
-    have train accuracy more than DIP below its maximum (None when there are none)."""
-    pl = plateau(df)
-    if pl is None:
-        return None
-    steps = df["step"].to_numpy(dtype=float)
-    tr = df[pl.train].to_numpy(dtype=float)
-    later = (steps > pl.start) & np.isfinite(tr)
-    dips = later & (tr < pl.top - DIP)
-    n = int(dips.sum())
-    if n == 0:
-        return None
-    low = int(np.argmin(np.where(dips, tr, np.inf)))
-    return (
-        f"Training was unstable after the plateau: {pl.train} fell more than {DIP:g} below its "
-        f"maximum ({sig3(pl.top)}) at {n:,} of the {int(later.sum()):,} evaluations after step "
-        f"{pl.start:,.0f} (lowest {sig3(float(tr[low]))} at step {steps[low]:,.0f})."
-    )
-
-
-def swinging(df: pd.DataFrame, names: list[str]) -> tuple[float, list[str]] | None:
-    """(plateau step, measures of ``names`` whose range after the plateau exceeds SWING times
-    their net change there); None without a plateau."""
-    pl = plateau(df)
-    if pl is None:
-        return None
-    steps = df["step"].to_numpy(dtype=float)
-    out = []
-    for m in names:
-        v = df[m].to_numpy(dtype=float)
-        x = v[(steps >= pl.start) & np.isfinite(v)]
-        if x.size < 3:
-            continue
-        span, net = float(x.max() - x.min()), abs(float(x[-1] - x[0]))
-        if span > FLAT_TOL * float(np.abs(x).max()) and span > SWING * net:
-            out.append(m)
-    return pl.start, out
-
-
-def ceiling_caveat(df: pd.DataFrame) -> str | None:
-    """The rank-ceiling caveat when share p*=0 reaches HIGH_SHARE at some evaluation
-    (``spectrum_adaptive_share_p0``; else the per-type shares), None otherwise."""
-    steps = df["step"].to_numpy(dtype=float)
-    tail = (
-        ": where most matrices pick p* = 0 the spectrum-adaptive proxy counts ranks (c(A, 0) "
-        "= sqrt(rank x N)), so its changes there are rank changes, not the trained spectra's; "
-        "at 100% it equals the rank ceiling."
-    )
-    col = "spectrum_adaptive_share_p0"
-    if col in df.columns:
-        sh = df[col].to_numpy(dtype=float)
-        if not np.isfinite(sh).any() or float(np.nanmax(sh)) < HIGH_SHARE:
-            return None
-        i = int(np.nanargmax(sh))
-        n_high = int((sh >= HIGH_SHARE).sum())
-        gap_col = "spectrum_adaptive_ceiling_gap"
-        gap = ""
-        if gap_col in df.columns and np.isfinite(float(df[gap_col].iloc[i])):
-            gap = f", ceiling gap {sig3(float(df[gap_col].iloc[i]))} in log10"
-        return (
-            f"Rank ceiling: share p*=0 reaches {100 * float(sh[i]):.3g}% at step "
-            f"{steps[i]:,.0f}{gap} (at least {100 * HIGH_SHARE:.0f}% at {n_high:,} of "
-            f"{len(sh):,} evaluations){tail}"
-        )
-    high = []
-    for t in ("QK", "OV", "M_in", "M_out"):
-        c = f"{t}_share_p0"
-        if c in df.columns:
-            sh = df[c].to_numpy(dtype=float)
-            if np.isfinite(sh).any() and float(np.nanmax(sh)) >= HIGH_SHARE:
-                i = int(np.nanargmax(sh))
-                high.append(f"{t} {100 * float(sh[i]):.3g}% (step {steps[i]:,.0f})")
-    if not high:
-        return None
-    return f"Rank ceiling: share p*=0 reaches {', '.join(high)}{tail}"
-
-
-def _test_series(df: pd.DataFrame) -> tuple[str, float] | None:
-    """The test metric and its half-change step (accuracy first, then loss)."""
-    g = resolve_gap(df.columns, "auto", strict=False)
-    if g is None:
-        return None
-    h = half_change_step(df["step"].to_numpy(dtype=float), df[g.test].to_numpy(dtype=float))
-    return None if h is None else (g.test, float(h))
-
-
-def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
-    """The page's answer in plain words, from the milestones table; every claim about when a
-    measure moved is scoped to the half-change statistic it rests on."""
-    steps = df["step"].to_numpy(dtype=float)
-    span = float(steps.max() - steps.min()) or 1.0
-    near = NEAR * span
-    phase = grokking_phase(df)
-    test = _test_series(df)
-    measures = ms[ms["kind"] == "measure"]
-    half = {
-        r.series: float(r.half_change_step)
-        for r in measures.itertuples()
-        if r.half_change_step is not None and not math.isnan(float(r.half_change_step))
-    }
-    flat = [m for m in measures["series"] if m not in half]
-    out: list[str] = []
-    if test is None:
-        out.append(
-            "No test metric was recorded, so the page cannot say whether any measure moved "
-            "with generalization; the table gives each measure's half-change step."
-        )
-        return out
-    name, t = test
-    at = sorted((m for m, h in half.items() if abs(h - t) <= near), key=lambda m: half[m])
-    before = sorted((m for m, h in half.items() if h < t - near), key=lambda m: half[m])
-    after = sorted((m for m, h in half.items() if h > t + near), key=lambda m: half[m])
-    where = "the grokking step" if phase is not None else f"the step where {name} moved"
-    by = "By the half-change statistic (the step by which a series covered half its net change)"
-    if at:
-        out.append(
-            f"{by}, {len(at)} of {len(half)} measures moved at {where} (step {t:,.0f}, within "
-            f"{near:,.0f} steps): {', '.join(at)}."
-        )
-    else:
-        out.append(f"{by}, no measure moved at {where} (step {t:,.0f}, half-change of {name}).")
-    if before:
-        last = max(half[m] for m in before)
-        out.append(
-            f"By the same statistic, {len(before)} moved earlier (half-change by step "
-            f"{last:,.0f}): {', '.join(before)}; moving early is not anticipating: they moved "
-            "with training."
-        )
-    if after:
-        out.append(f"By the same statistic, {len(after)} moved later: {', '.join(after)}.")
-    if flat:
-        out.append(
-            f"Undefined (the series does not move, so it has no half-change step): "
-            f"{', '.join(flat)}."
-        )
-    sw = swinging(df, list(half))
-    if sw is not None and sw[1]:
-        out.append(
-            f"The statistic does not see swings: after the plateau (step {sw[0]:,.0f}), "
-            f"{len(sw[1])} of {len(half)} measures range over more than {SWING:g} times their "
-            f"net change there ({', '.join(sw[1])}): they go back and forth after the "
-            "plateau, which a single step cannot summarize; see their panels."
-        )
-    if phase is not None:
-        out.append(
-            f"Grokking phase detected: {phase.train} first reached its plateau (within "
-            f"{PLATEAU:g} of its maximum) at step {phase.start:,.0f}; {phase.test} reached half "
-            f"of its rise only at step {phase.end:,.0f} (shaded in the figures)."
-        )
-    unstable = instability(df)
-    if unstable:
-        out.append(unstable)
-    caveat = ceiling_caveat(df)
-    if caveat:
-        out.append(caveat)
-    out.append(
-        "Caveat: a half-change step summarizes a whole curve in one number; a measure can "
-        "change shape at the grokking step without its half-change step moving there (see the "
-        "mean p* panel and each measure's panel)."
-    )
-    return out
 
 
 def write_trajectory_report(
@@ -266,7 +81,7 @@ def write_report(
     names = measure_columns(df)
     phase = grokking_phase(df)
     ph = None if phase is None else (phase.start, phase.end)
-    test = _test_series(df)
+    test = test_metric_step(df)
     with writing_formats(formats):
         figs = [
             F.metrics_figure(df, tmp / "figures", g, ph),

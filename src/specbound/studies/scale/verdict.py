@@ -127,6 +127,13 @@ def _pm(v: float, se: float | None) -> str:
     return f"{v:.3g}" + (f" ± {float(se or 0.0):.2g} (SE)" if _finite(se) else " (no SE)")
 
 
+def low_resid_df(row: Any) -> int | None:
+    """The residual degrees of freedom of a growth row when below MIN_RESID_DF (its line is
+    flagged: :func:`low_df_flag`), else None (enough, or unknown)."""
+    d = _df(row)
+    return d if d is not None and d < MIN_RESID_DF else None
+
+
 def low_df_flag(row: Any) -> str:
     """The flag of a growth row with fewer than MIN_RESID_DF residual degrees of freedom
     ("" otherwise): the line is drawn but its SE (if any) rests on at most one residual."""
