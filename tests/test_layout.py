@@ -148,6 +148,38 @@ def test_never_imports(package: str) -> None:
     assert any(_within(m, package) for m in GRAPH), f"no module in {package}"
 
 
+#: A file name specbound writes -> the one module that names it in code (docstrings may mention
+#: it): one mechanism per concern (``io.outdir`` writes every folder's manifest, one schema).
+ONE_WRITER: dict[str, str] = {
+    ".specbound-manifest.json": "io.outdir",
+}
+
+
+def _code_strings(tree: ast.AST) -> list[str]:
+    """String constants of ``tree`` that are not docstrings."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docs.add(id(body[0].value))
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(ONE_WRITER))
+def test_one_module_names_each_written_file(name: str) -> None:
+    naming = sorted(
+        m
+        for m, path in MODULES.items()
+        if any(name in text for text in _code_strings(ast.parse(path.read_text("utf-8"))))
+    )
+    assert naming == [ONE_WRITER[name]]
+
+
 def test_no_import_cycle() -> None:
     graph = {m: {d for d in deps if d} for m, deps in GRAPH.items() if m}
     # a package's __init__ re-exporting its own submodules is not a cycle of the design

@@ -26,10 +26,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._version import __version__
 from ...errors import Param, SpecboundError
 from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
-from ...io.outdir import sweep_stale
+from ...io.outdir import MANIFEST, read_manifest, sweep_stale, write_manifest
 from ...io.readback import read_zoo_json
 from .plan import ZooPlan, model_name
 
@@ -53,7 +52,6 @@ def remove_stale_temps(models: Path) -> list[Path]:
     return gone
 
 
-MANIFEST = ".specbound-manifest.json"
 LOCK = ".specbound-zoo.lock"
 #: Files every finished model directory holds.
 MODEL_FILES = (
@@ -119,24 +117,11 @@ def _file_sha(path: Path) -> str | None:
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:
-    try:
-        m = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(m, dict) or m.get("kind") != "zoo" or not isinstance(m.get("sha256"), dict):
-        return None
-    return m
+    return read_manifest(out, kind="zoo")
 
 
 def _write_manifest(out: Path, sha: dict[str, str]) -> None:
-    doc = {
-        "written_by": f"specbound {__version__}",
-        "kind": "zoo",
-        "files": ["zoo.json", "zoo.csv", LOCK],
-        "dirs": ["models"],
-        "sha256": sha,
-    }
-    atomic_write_text(out / MANIFEST, dumps_json(doc, indent=1) + "\n")
+    write_manifest(out, ["zoo.json", "zoo.csv", LOCK], ["models"], kind="zoo", sha256=sha)
 
 
 def check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str]] = ()) -> bool:
