@@ -50,7 +50,7 @@ from .plan import (
     model_name,
     plan,
 )
-from .single import CLIP_NORM, _torch_settings, evaluate, train_model
+from .single import CLIP_NORM, evaluate, torch_settings, train_model
 from .tasks.base import permutation
 from .workers import default_workers, remove_temps
 
@@ -260,7 +260,7 @@ def _train_all(
                 if eng.jobs_end_with_map:  # its workers have ended; we hold the lock
                     remove_temps(models)
             return zoodir.write_csv(out, p, done)
-        with _torch_settings(threads):
+        with torch_settings(threads):
             if ens == 1:
                 for params in todo:
                     finished(
