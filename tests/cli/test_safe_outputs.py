@@ -480,12 +480,12 @@ def test_grid_m_fraction_on_cli(models, monkeypatch, capsys):
 
 def patch_analyze(monkeypatch, fake) -> None:
     """Replace analyze() where the analyze command's engine looks it up (imported at the top
-    of engines.sweep and engines.records)."""
-    import specbound.engines.records
-    import specbound.engines.sweep
+    of analysis.sweep and analysis.records)."""
+    import specbound.analysis.records
+    import specbound.analysis.sweep
 
-    monkeypatch.setattr(specbound.engines.sweep, "run", fake)
-    monkeypatch.setattr(specbound.engines.records, "analyze", fake)
+    monkeypatch.setattr(specbound.analysis.sweep, "analyze", fake)
+    monkeypatch.setattr(specbound.analysis.records, "analyze", fake)
 
 
 def test_internal_error_exit_1_and_debug_traceback(models, monkeypatch, capsys):

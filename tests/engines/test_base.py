@@ -23,11 +23,13 @@ from tests.support.checkpoints import write_tiny_bert
 
 
 class ThreadEngine:
-    """Jobs on a thread pool, yielded as they finish; block spectra through engines.blocks."""
+    """Jobs on a thread pool, yielded as they finish; block spectra through analysis.blocks."""
 
     name = "threads"
     options = None
     distributed = False
+    splits_by_block = True
+    jobs_end_with_map = True
 
     def __init__(self, workers: int = 3) -> None:
         self.workers = workers
@@ -61,10 +63,11 @@ class ThreadEngine:
                 for f in pending:
                     f.cancel()
 
-    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> Any:
-        from specbound.engines.blocks import split_by_block
+    def start(self, warm: Callable[[], Any] | None = None) -> None:
+        pass
 
-        return split_by_block(self, mapping, prefix)
+    def close(self) -> None:
+        pass
 
 
 SHAPES = [(2, 8, 0), (3, 8, 1), (2, 16, 2)]  # (L, N, seed)
@@ -142,10 +145,10 @@ def test_one_model_by_block_through_a_thread_engine(zoo: list[str]) -> None:
     import numpy as np
 
     from specbound.analysis import analyze
-    from specbound.engines.sweep import analyze as engine_analyze
+    from specbound.analysis.sweep import analyze_on_engine
 
     seen: list[tuple[int, int]] = []
-    a = engine_analyze(
+    a = analyze_on_engine(
         ThreadEngine(), zoo[1], cache=False, progress=lambda d, n: seen.append((d, n))
     )
     b = analyze(zoo[1], cache=False)

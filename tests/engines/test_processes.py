@@ -62,7 +62,8 @@ def _wait_gone(pids, seconds=10.0):
 
 def test_it_is_an_engine():
     e = _engine()
-    assert isinstance(e, Engine) and e.distributed and e.spectra_fn() is None
+    assert isinstance(e, Engine) and e.distributed and not e.splits_by_block
+    assert e.jobs_end_with_map
 
 
 @pytest.mark.parametrize(("workers", "here"), [(1, False), (3, False), (1, True), (3, True)])

@@ -254,7 +254,7 @@ def test_sweep_equals_local_and_reports_failures(cluster, zoo6, local6, tmp_path
 
 def _kill_me_once(model, name, kw, *, flags, victim):
     """Sweep task: the victim's first attempt announces its pid and waits to be SIGKILLed."""
-    from specbound.engines.sweep import run_model
+    from specbound.analysis.sweep import run_model
 
     if name == victim:
         flags = Path(flags)
@@ -268,7 +268,7 @@ def _kill_me_once(model, name, kw, *, flags, victim):
 
 
 def _die(model, name, kw):
-    from specbound.engines.sweep import run_model
+    from specbound.analysis.sweep import run_model
 
     if name.endswith("m1"):
         os.kill(os.getpid(), signal.SIGKILL)
@@ -279,8 +279,8 @@ def _die(model, name, kw):
 def test_worker_killed_mid_sweep_is_retried(cluster, zoo6, local6, tmp_path) -> None:
     import ray.cloudpickle
 
+    from specbound.analysis.sweep import analyze_models
     from specbound.engines import RayOptions, get_engine
-    from specbound.engines.sweep import analyze_models
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     victim = zoo6[2]
@@ -319,8 +319,8 @@ DRIVER = """
 import functools, sys, time
 from pathlib import Path
 from specbound.engines import RayOptions, get_engine
-from specbound.engines.records import state_dir_for
-from specbound.engines.sweep import analyze_models, run_model
+from specbound.analysis.records import state_dir_for
+from specbound.analysis.sweep import analyze_models, run_model
 
 flags, address, out, *models = sys.argv[1:]
 
@@ -339,7 +339,7 @@ analyze_models(get_engine("ray", RayOptions(address=address)), models, names=mod
 
 @pytest.mark.slow
 def test_driver_killed_rerun_finishes_only_the_rest(cluster, zoo6, local6, tmp_path) -> None:
-    from specbound.engines.records import state_dir_for
+    from specbound.analysis.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)
@@ -445,13 +445,13 @@ def _write_sharded_bf16(path: Path, layers: int = 3, hidden: int = 16, ffn: int 
 @pytest.mark.slow
 def test_analyze_by_block_equals_local_on_sharded_bf16(cluster, tmp_path) -> None:
     from specbound.analysis import analyze
+    from specbound.analysis.sweep import analyze_on_engine
     from specbound.engines import RayOptions, get_engine
-    from specbound.engines.sweep import analyze as engine_analyze
 
     ckpt = _write_sharded_bf16(tmp_path / "sharded")
     seen = []
     eng = get_engine("ray", RayOptions(address=cluster))
-    a = engine_analyze(eng, str(ckpt), cache=False, progress=lambda d, n: seen.append((d, n)))
+    a = analyze_on_engine(eng, str(ckpt), cache=False, progress=lambda d, n: seen.append((d, n)))
     b = analyze(str(ckpt), cache=False)
     diff = {k: (v, b.measures[k]) for k, v in a.measures.items() if v != b.measures[k]}
     assert not diff
@@ -462,7 +462,7 @@ def test_analyze_by_block_equals_local_on_sharded_bf16(cluster, tmp_path) -> Non
     assert seen[-1] == (3, 3)
     # proxies only: the block tasks skip the raw-weight SVDs, the proxies are unchanged
     proxies = ["spectrum_adaptive", "norm_based"]
-    c = engine_analyze(eng, str(ckpt), cache=False, measures=proxies)
+    c = analyze_on_engine(eng, str(ckpt), cache=False, measures=proxies)
     assert c.weight_spectra is None and c.measures == {k: b.measures[k] for k in proxies}
 
 
@@ -515,7 +515,7 @@ def test_reproduce_under_ray_equals_local(cluster, tmp_path) -> None:
         pd.testing.assert_frame_equal(
             pd.read_csv(outs["ray"] / f), pd.read_csv(outs["local"] / f), check_exact=True
         )
-    from specbound.engines.records import state_dir_for
+    from specbound.analysis.records import state_dir_for
 
     assert not state_dir_for(outs["ray"]).exists()  # every model finished: no resume state left
 
@@ -591,7 +591,7 @@ def test_resume_never_unpickles_and_verifies_records(cluster, zoo6, local6, tmp_
 def test_cleanup_deletes_only_what_specbound_wrote(tmp_path) -> None:
     import numpy as np
 
-    from specbound.engines.records import MANIFEST, RecordStore, clear_records
+    from specbound.analysis.records import MANIFEST, RecordStore, clear_records
 
     state = tmp_path / ".out.specbound-sweep"
     state.mkdir()
@@ -614,7 +614,7 @@ def test_cleanup_deletes_only_what_specbound_wrote(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_cli_cleanup_keeps_a_users_file(cluster, zoo6, tmp_path) -> None:
-    from specbound.engines.records import state_dir_for
+    from specbound.analysis.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)
@@ -670,7 +670,7 @@ def test_dead_ray_address_fails_even_with_cached_spectra(tmp_path) -> None:
 SIGTERM_DRIVER = """
 import sys, time
 from pathlib import Path
-import specbound.engines.sweep as sweep
+import specbound.analysis.sweep as sweep
 
 real = sweep.run_model
 flags, *argv = sys.argv[1:]
@@ -689,7 +689,7 @@ main(argv)
 
 @pytest.mark.slow
 def test_sigterm_to_a_ray_sweep_exits_143_keeping_records(cluster, zoo6, tmp_path) -> None:
-    from specbound.engines.records import state_dir_for
+    from specbound.analysis.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)

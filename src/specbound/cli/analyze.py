@@ -88,7 +88,7 @@ def analyze(
     ray_address: RayAddress = None,
 ) -> None:
     """Spectra of every QK, OV, M_in, M_out matrix, both bound proxies and every measure."""
-    from ..engines.sweep import analyze as run_analysis
+    from ..analysis.sweep import analyze_on_engine
 
     eng = make_engine(engine, ray_address)
 
@@ -112,7 +112,7 @@ def analyze(
     if bar is not None:
         bar.start()
     try:
-        result = run_analysis(
+        result = analyze_on_engine(
             eng,
             resolve_model(model),
             l_phi=l_phi,

@@ -7,7 +7,7 @@
 
 ``local`` (the default) runs in this process and imports nothing beyond specbound's own
 dependencies; ``ray`` needs the ``ray`` extra (``pip install 'specbound[ray]'``) and imports
-Ray only when it first connects. Model sweeps with resume: :mod:`specbound.engines.sweep`.
+Ray only when it first connects. Model sweeps with resume: :mod:`specbound.analysis.sweep`.
 """
 
 from __future__ import annotations

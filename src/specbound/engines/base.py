@@ -9,21 +9,24 @@ API (what studies, the zoo trainer and the CLI call)::
         for job, out in outcomes:  # as each job finishes
             ...  # out is fn(job), or a JobError (out.reason: one line) when that job failed
 
-    from specbound.engines import sweep, records
+    from specbound.analysis import sweep, records
     r = sweep.analyze_models(eng, models, names=..., analyze_kwargs={...},
                              state_dir=records.state_dir_for(out) if eng.distributed else None)
     r.results, r.skipped, r.analyses          # aligned Analysis|None, (label, reason), present
     records.clear_records(state_dir)          # after the output is written: ours only
-    a = sweep.analyze(eng, model, **analyze_kwargs)  # one model, spectra by eng.spectra_fn()
+    a = sweep.analyze_on_engine(eng, model, **analyze_kwargs)  # by block if eng.splits_by_block
 
-Model sweeps with resume records (scale, reproduce, correlate) are built on ``map`` once, for
-every engine, in :mod:`specbound.engines.sweep`; the resume records (``io.codec``, never a
-pickle) live in :mod:`specbound.engines.records`; where a model is split by block:
-:mod:`specbound.engines.blocks`; per-job memory from the files: :mod:`specbound.engines.sizes`.
+Engines only execute: they know nothing of checkpoints or analyses. Model sweeps with resume
+records (scale, reproduce, correlate) are built on ``map`` once, for every engine, in
+:mod:`specbound.analysis.sweep`; the resume records (``io.codec``, never a pickle) live in
+:mod:`specbound.analysis.records`; where a model is split by block:
+:mod:`specbound.analysis.blocks`; per-job memory from the files: :mod:`specbound.analysis.sizes`.
+Callers ask an engine for its capabilities (``distributed``, ``splits_by_block``,
+``jobs_end_with_map``, ``start``, ``close``), never for its type.
 
-A new engine is one module holding a class with ``name``, ``options``, ``distributed``, ``map``
-and ``spectra_fn`` (the :class:`Engine` protocol below) plus one line in ``engines.ENGINES``;
-nothing else in specbound changes (tests/engines/test_base.py runs the studies on a thread pool).
+A new engine is one module holding a class with the members of the :class:`Engine` protocol
+below plus one line in ``engines.ENGINES``; nothing else in specbound changes
+(tests/engines/test_base.py runs the studies on a thread pool).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ R = TypeVar("R")
 #: ``progress(done, total)``: called after each finished job (done counts from 1).
 Progress = Callable[[int, int], None]
 #: ``spectra_fn(ckpt, adapter, device, progress, weights) -> (Spectra, WeightSpectra | None)``:
-#: the hook of ``analysis.analyze`` that replaces its local block loop.
+#: the hook of ``analysis.analyze`` that replaces its local block loop (``analysis.blocks``).
 SpectraFn = Callable[..., Any]
 
 
@@ -99,6 +102,14 @@ class Engine(Protocol):
     distributed: True when jobs run outside this process, finish out of order and workers can
         die (Ray). Studies then keep per-model resume records beside their output and show
         models as they finish; jobs and ``fn`` must be picklable.
+    splits_by_block: True when one large model's spectra should be computed as one job per
+        transformer block (``analysis.blocks.split_by_block``, each job reopening the
+        checkpoint) rather than by ``analyze``'s own block loop in the process running the
+        model; the result is identical either way.
+    jobs_end_with_map: True when no job of a ``map`` is still running once the iterator is
+        exhausted or closed (its workers are this process or processes it waited for), so what
+        they left in a folder this process holds locked is safe to remove; False when jobs may
+        outlive it elsewhere (Ray tasks on other nodes).
 
     ``map(fn, jobs, *, progress=None, resources=None)`` -> iterator of ``(job, outcome)``:
 
@@ -117,18 +128,19 @@ class Engine(Protocol):
     - closing the iterator early (``break``, an exception in the caller, Ctrl-C, SIGTERM)
       cancels the jobs not yet finished; results already yielded stay the caller's;
     - resume is the caller's: it leaves out the jobs whose results it already holds, and
-      writes each result as it is yielded (``engines.sweep`` does this for model sweeps).
+      writes each result as it is yielded (``analysis.sweep`` does this for model sweeps).
 
-    ``spectra_fn(*, mapping=None, prefix=None)`` -> a ``SpectraFn`` computing one large
-    model's spectra (e.g. one task per transformer block, each reopening the checkpoint with
-    the same ``mapping`` and ``prefix`` as ``analyze``) for ``analysis.analyze(...,
-    spectra_fn=...)``, or None when the engine computes them in this process (``analyze``'s
-    own block loop). Either way the result is identical to the local one.
+    ``start(warm=None)``: start the workers now, each running ``warm()`` first, so that their
+    start overlaps this process's own work (a no-op for an engine whose workers start on the
+    first ``map``); ``close()``: end the workers ``start`` started that no ``map`` took over
+    (a no-op when there are none). Call ``close`` after ``start``, always.
     """
 
     name: str
     options: Any
     distributed: bool
+    splits_by_block: bool
+    jobs_end_with_map: bool
 
     def map(
         self,
@@ -139,7 +151,9 @@ class Engine(Protocol):
         resources: Callable[[J], Resources] | None = None,
     ) -> Iterator[tuple[J, R | JobError]]: ...
 
-    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None: ...
+    def start(self, warm: Callable[[], Any] | None = None) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @contextlib.contextmanager

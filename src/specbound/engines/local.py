@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .base import JobError, Progress, Resources, SpectraFn, call_job
+from .base import JobError, Progress, Resources, call_job
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -25,6 +25,8 @@ class LocalEngine:
 
     name = "local"
     distributed = False
+    splits_by_block = False  # ``analyze`` computes the blocks in this process
+    jobs_end_with_map = True
 
     def __init__(self, options: LocalOptions | None = None) -> None:
         self.options = options if options is not None else LocalOptions()
@@ -45,6 +47,8 @@ class LocalEngine:
                 progress(i + 1, len(jobs))
             yield job, out
 
-    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
-        """None: ``analyze`` computes the blocks in this process."""
-        return None
+    def start(self, warm: Callable[[], Any] | None = None) -> None:
+        """Nothing to start: jobs run in this process."""
+
+    def close(self) -> None:
+        """Nothing to end."""

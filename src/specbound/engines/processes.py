@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from ..config import usable_cpus
 from ..errors import SpecboundError, one_line_reason
 from ..validation import check_int
-from .base import JobError, Progress, Resources, SpectraFn
+from .base import JobError, Progress, Resources
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -232,6 +232,8 @@ class ProcessEngine:
 
     name = "processes"
     distributed = True
+    splits_by_block = False  # ``analyze`` computes a model's blocks in the process of its job
+    jobs_end_with_map = True  # map ends every worker it started before it returns
 
     def __init__(self, options: ProcessOptions | None = None) -> None:
         self.options = options if options is not None else ProcessOptions()
@@ -240,10 +242,6 @@ class ProcessEngine:
         else:
             self.workers = self.options.workers
         self._started: list[_Worker] = []
-
-    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
-        """None: ``analyze`` computes a model's blocks in the process that runs its job."""
-        return None
 
     def _spawned(self, jobs: int) -> int:
         """How many processes ``jobs`` jobs get (this process counts when ``here``)."""

@@ -65,6 +65,7 @@ from ..errors import Param, SpecboundError
 from .files import (
     TEMP_RE,
     atomic_file,
+    atomic_write_text,
     check_output_file,
     dir_mode,
     dumps_json,
@@ -115,14 +116,37 @@ def _tree(root: Path) -> tuple[list[str], list[str]]:
     return sorted(files), sorted(dirs)
 
 
-def _read_manifest(d: Path) -> dict[str, Any] | None:
+def read_manifest(d: Path, kind: str | None = None) -> dict[str, Any] | None:
+    """``d``'s :data:`MANIFEST` (:func:`write_manifest`) when it is ours (of ``kind``, with its
+    ``sha256`` map, when given), else None."""
     try:
         data = json.loads((d / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("files"), list):
         return None
+    if kind is not None and (data.get("kind") != kind or not isinstance(data.get("sha256"), dict)):
+        return None
     return data
+
+
+def write_manifest(
+    d: Path,
+    files: Sequence[str],
+    dirs: Sequence[str],
+    *,
+    kind: str | None = None,
+    sha256: dict[str, str] | None = None,
+) -> None:
+    """``d``'s :data:`MANIFEST`, one schema ``{"written_by", "kind"?, "files", "dirs", "sha256"?}``:
+    what specbound wrote there; a growing folder (a zoo) adds its kind and each file's sha256."""
+    doc: dict[str, Any] = {"written_by": f"specbound {__version__}"}
+    if kind is not None:
+        doc["kind"] = kind
+    doc["files"], doc["dirs"] = list(files), list(dirs)
+    if sha256 is not None:
+        doc["sha256"] = sha256
+    atomic_write_text(d / MANIFEST, dumps_json(doc, indent=1) + "\n")
 
 
 def local_inputs(*given: Any) -> tuple[str, ...]:
@@ -182,7 +206,7 @@ def _check_output_dir(given: Path) -> Path:
         raise _err("read", dest, exc) from None
     if not entries:
         return dest
-    manifest = _read_manifest(dest)
+    manifest = read_manifest(dest)
     if manifest is None:
         raise SpecboundError(
             Param("out", str(given)),
@@ -333,15 +357,7 @@ def _commit(tmp: Path, dest: Path, manifest: bool = True) -> None:
     the umask (:func:`_set_modes`) and put ``tmp`` in the place of ``dest`` (module doc)."""
     if manifest:
         files, dirs = _tree(tmp)
-        files = [f for f in files if f != TMP_MARKER]
-
-        (tmp / MANIFEST).write_text(
-            json.dumps(
-                {"written_by": f"specbound {__version__}", "files": files, "dirs": dirs},
-                indent=1,
-            )
-            + "\n"
-        )
+        write_manifest(tmp, [f for f in files if f != TMP_MARKER], dirs)
     _set_modes(tmp)
     (tmp / TMP_MARKER).unlink()  # its lock stays held (open fd) until output_dir is done
     for _ in range(_COMMIT_TRIES):
@@ -477,5 +493,7 @@ __all__ = [
     "check_output_file",
     "local_inputs",
     "output_dir",
+    "read_manifest",
     "sweep_stale",
+    "write_manifest",
 ]

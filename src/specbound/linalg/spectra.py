@@ -355,7 +355,7 @@ def head_factors(w: LayerWeights, spec: ModelSpec) -> dict[str, np.ndarray]:
     }
 
 
-def _build(
+def build_block(
     layer: int,
     spec: ModelSpec,
     rows_cols: list[tuple[int, int]],
@@ -363,6 +363,9 @@ def _build(
     n21: list[float],
     n11: list[float],
 ) -> Spectra:
+    """Block ``layer``'s :class:`Spectra` from its 2H+2 matrices in the order QK heads, OV
+    heads, M_in, M_out: shapes ``rows_cols``, singular values ``svs``, the (2,1)
+    and (1,1) norms ``n21``, ``n11``; Frobenius and nuclear norms from ``svs``."""
     h = spec.num_heads
     lens = np.array([s.size for s in svs], dtype=np.int64)
     sv_values = np.concatenate(svs) if svs else np.zeros(0)
@@ -450,4 +453,4 @@ def block_spectra_with(
     svs = [*qk_sv, *ov_sv, in_sv, out_sv]
     n21 = [*qk21, *ov21, in21, out21]
     n11 = [*qk11, *ov11, in11, out11]
-    return _build(w.index, spec, rows_cols, svs, n21, n11), results[2:-2]
+    return build_block(w.index, spec, rows_cols, svs, n21, n11), results[2:-2]

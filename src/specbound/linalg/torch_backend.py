@@ -19,7 +19,7 @@ import numpy as np
 from .. import extras
 from ..core import LayerWeights, ModelSpec
 from ..errors import Param, SpecboundError
-from .spectra import Spectra, _build, gram_is_accurate
+from .spectra import Spectra, build_block, gram_is_accurate
 
 #: float64 entries per batch of explicit head products (bounds device memory: 256 MiB).
 CHUNK_ENTRIES = 32 * 1024 * 1024
@@ -132,7 +132,7 @@ def make_block_spectra(device: str) -> Callable[[LayerWeights, ModelSpec], Spect
             in_sv, in21, in11 = ffn(tensor(w.w_in), ffn_method)
             out_sv, out21, out11 = ffn(tensor(w.w_out), ffn_method)
         rows_cols = [(n, n)] * (2 * h) + [w.w_in.shape[::-1], w.w_out.shape[::-1]]
-        return _build(
+        return build_block(
             w.index,
             spec,
             rows_cols,

@@ -13,8 +13,9 @@ weights themselves: no weight array travels through the object store, only the r
 jobs on a node than its RAM holds. A task whose worker dies (out of memory, killed, node lost)
 is retried ``max_retries`` times; one that still fails comes back as a ``JobError``.
 
-``spectra_fn``: one task per transformer block (``engines.blocks``). Model sweeps and their
-resume records: ``engines.sweep`` and ``engines.records``, the same for every engine.
+``splits_by_block``: a large model is one task per transformer block (``analysis.blocks``).
+Model sweeps and their resume records: ``analysis.sweep`` and ``analysis.records``, the same for
+every engine.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from typing import Any, TypeVar
 
 from ...errors import Param
 from ...validation import check_int
-from ..base import EngineOptionError, JobError, Progress, Resources, SpectraFn
-from ..blocks import split_by_block
+from ..base import EngineOptionError, JobError, Progress, Resources
 from .runtime import (
     DeferredSignals,
     connect,
@@ -95,6 +95,8 @@ class RayEngine:
 
     name = "ray"
     distributed = True
+    splits_by_block = True
+    jobs_end_with_map = False  # a cancelled task may still run on its node for a while
 
     def __init__(self, options: RayOptions | None = None) -> None:
         self.options = options if options is not None else RayOptions()
@@ -159,6 +161,8 @@ class RayEngine:
             for ref in pending:
                 ray.cancel(ref, force=True)
 
-    def spectra_fn(self, *, mapping: Any = None, prefix: str | None = None) -> SpectraFn | None:
-        """One Ray task per transformer block (``engines.blocks.split_by_block``)."""
-        return split_by_block(self, mapping, prefix)
+    def start(self, warm: Callable[[], Any] | None = None) -> None:
+        """Nothing to start: Ray connects on the first ``map``."""
+
+    def close(self) -> None:
+        """Nothing to end: the connection stays for this process's next ``map``."""

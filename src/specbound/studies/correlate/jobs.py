@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...engines.sweep import run_model
+from ...analysis.sweep import run_model
 from ...errors import SpecboundError, one_line_reason
 from . import data as D
 from . import manifest as M

@@ -1,7 +1,7 @@
 """The correlate driver: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
 
 ``correlate`` runs three private stages: ``_prepare`` (every input check, the zoo, the gap, the
-plan, the engine), ``_sweep`` (``engines.sweep.analyze_models``, one models-table row per
+plan, the engine), ``_sweep`` (``analysis.sweep.analyze_models``, one models-table row per
 analyzed model) and ``_assemble`` (measures, bound forms, data measures, the SPEC 10 tables,
 the notes). The result and its output schema (models.csv, correlation.csv, differences.csv,
 skipped.csv, correlate.json): :mod:`.result`.
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
+from ...analysis.sweep import analyze_models
 from ...engines import resolve
-from ...engines.sweep import analyze_models
 from ...errors import Param, SpecboundError, SpecboundTypeError
 from ...io.outdir import local_inputs
 from ...linalg.model import DEVICE
@@ -188,7 +188,7 @@ def correlate(
     metrics. ``on_model(done, n, name, error)`` after each model. ``analyzer(path, init, cache,
     device, name)`` returns a model's measures (default: ``analysis.analyze``). ``engine``: a
     name of ``engines.ENGINES`` (with ``engine_options``) or an ``Engine``; ``state_dir``:
-    resume records for a distributed engine (``engines.sweep``). ``data_measures``: add SPEC 12's
+    resume records for a distributed engine (``analysis.sweep``). ``data_measures``: add SPEC 12's
     data measures of every analyzed model as measures (columns after the weight measures),
     computed after the analyses and cached (``correlate.data``); only for zoo
     model directories, else a note says why they are absent. ``on_data(line)``: one progress

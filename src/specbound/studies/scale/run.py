@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...analysis.sweep import analyze_models
 from ...engines import resolve
-from ...engines.sweep import analyze_models
 from ...errors import SpecboundError
 from ...io import output_dir
 from ...io.files import json_safe
@@ -205,7 +205,7 @@ def scale(
     ``engine``: an engine name (``"local"``: this process; ``"ray"``: one Ray task per model)
     with ``engine_options`` (its options dataclass, e.g. ``RayOptions(address=...)``), or an
     ``Engine`` object. ``state_dir``: keep one resume record per finished model there
-    (``engines.records``), so a re-run analyzes only the rest (``on_resume(name)`` for each
+    (``analysis.records``), so a re-run analyzes only the rest (``on_resume(name)`` for each
     model found there).
 
     A model that cannot be analyzed (a ``SpecboundError``: bad checkpoint, config, ...) is

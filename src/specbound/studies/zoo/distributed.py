@@ -22,7 +22,7 @@ from ...errors import SpecboundError
 from . import zoodir
 from .ensemble import activation_bytes, train_ensemble
 from .plan import ZooPlan, model_name, plan
-from .single import _torch_settings, train_model
+from .single import torch_settings, train_model
 from .tasks import get_task
 from .tasks.base import NUM_HEADS
 
@@ -70,7 +70,7 @@ def run_job(job: Job) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     hf_logging.disable_progress_bar()
     try:
         data = p.task.data()
-        with _torch_settings(threads):
+        with torch_settings(threads):
             if size == 1:
                 for params in todo:
                     out.append(

@@ -41,7 +41,7 @@ OPTIMIZER = f"AdamW(betas=(0.9, 0.98)), full batch, grad norm clip {CLIP_NORM}"
 
 
 @contextlib.contextmanager
-def _torch_settings(threads: int) -> Iterator[None]:
+def torch_settings(threads: int) -> Iterator[None]:
     """Deterministic kernels and ``threads`` intra-op threads, restored afterwards."""
     torch = extras.torch()
 

@@ -50,7 +50,7 @@ from .plan import (
     model_name,
     plan,
 )
-from .single import CLIP_NORM, _torch_settings, evaluate, train_model
+from .single import CLIP_NORM, evaluate, torch_settings, train_model
 from .tasks.base import permutation
 from .workers import default_workers, remove_temps
 
@@ -180,7 +180,7 @@ def train_zoo(
             )
     out = Path(out)
     zoodir.check_zoo(out, p, inputs=[source] if source is not None else [])
-    if isinstance(eng, ProcessEngine):  # its processes start while this one imports torch
+    if eng is not None:  # its workers start while this one imports torch
         eng.start(functools.partial(warm, p.task.name))
     try:
         with zoodir.lock(out):
@@ -190,7 +190,7 @@ def train_zoo(
     except OSError as exc:
         raise zoodir.os_error(out, exc) from None
     finally:
-        if isinstance(eng, ProcessEngine):
+        if eng is not None:
             eng.close()
 
 
@@ -257,10 +257,10 @@ def _train_all(
                     finished,
                 )
             finally:
-                if isinstance(eng, ProcessEngine):  # its workers have ended; we hold the lock
+                if eng.jobs_end_with_map:  # its workers have ended; we hold the lock
                     remove_temps(models)
             return zoodir.write_csv(out, p, done)
-        with _torch_settings(threads):
+        with torch_settings(threads):
             if ens == 1:
                 for params in todo:
                     finished(

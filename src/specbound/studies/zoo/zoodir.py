@@ -18,18 +18,16 @@ Rules (the output-folder rules of ``specbound.io``, for a folder that grows mode
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..._version import __version__
 from ...errors import Param, SpecboundError
-from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
-from ...io.outdir import sweep_stale
+from ...io.files import dumps_json, output_file_kind, refuse_overlap
+from ...io.growing import GrowingDir
+from ...io.outdir import MANIFEST, sweep_stale
 from ...io.readback import read_zoo_json
 from .plan import ZooPlan, model_name
 
@@ -53,7 +51,6 @@ def remove_stale_temps(models: Path) -> list[Path]:
     return gone
 
 
-MANIFEST = ".specbound-manifest.json"
 LOCK = ".specbound-zoo.lock"
 #: Files every finished model directory holds.
 MODEL_FILES = (
@@ -107,36 +104,9 @@ def os_error(path: Path, exc: OSError) -> SpecboundError:
     )
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _file_sha(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
-
-
-def _read_manifest(out: Path) -> dict[str, Any] | None:
-    try:
-        m = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(m, dict) or m.get("kind") != "zoo" or not isinstance(m.get("sha256"), dict):
-        return None
-    return m
-
-
-def _write_manifest(out: Path, sha: dict[str, str]) -> None:
-    doc = {
-        "written_by": f"specbound {__version__}",
-        "kind": "zoo",
-        "files": ["zoo.json", "zoo.csv", LOCK],
-        "dirs": ["models"],
-        "sha256": sha,
-    }
-    atomic_write_text(out / MANIFEST, dumps_json(doc, indent=1) + "\n")
+def _folder(out: Path) -> GrowingDir:
+    """The zoo as a growing folder (``io.growing``): zoo.json and zoo.csv checksummed."""
+    return GrowingDir(out, kind="zoo", files=("zoo.json", "zoo.csv"), dirs=("models",), lock=LOCK)
 
 
 def check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str]] = ()) -> bool:
@@ -168,21 +138,20 @@ def _check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str
         raise os_error(out, exc) from None
     if not entries:
         return True
-    man = _read_manifest(out)
-    if man is None:
+    zoo = _folder(out)
+    if zoo.manifest() is None:
         raise SpecboundError(
             Param("out", str(out)),
             f" is not empty and is not a zoo written by specbound (no valid {MANIFEST})"
             "; choose a new or empty directory: specbound never overwrites files it did not write",
         )
-    for name in ("zoo.json", "zoo.csv"):
-        have = _file_sha(out / name)
-        if have is not None and have != man["sha256"].get(name):
-            raise SpecboundError(
-                f"{out / name} was changed since specbound wrote it; move it away "
-                "(specbound never overwrites files it did not write) or choose another ",
-                Param("out"),
-            )
+    changed = zoo.changed()
+    if changed:
+        raise SpecboundError(
+            f"{out / changed[0]} was changed since specbound wrote it; move it away "
+            "(specbound never overwrites files it did not write) or choose another ",
+            Param("out"),
+        )
     meta_path = out / "zoo.json"
     if not meta_path.is_file():
         return True  # a zoo whose first run stopped before writing zoo.json
@@ -208,32 +177,15 @@ def _check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str
 @contextlib.contextmanager
 def lock(out: Path) -> Iterator[None]:
     """Hold ``ZOO/.specbound-zoo.lock`` (flock; created, never truncated) while writing."""
-    out.mkdir(parents=True, exist_ok=True)
-    if _read_manifest(out) is None:
-        _write_manifest(out, {})
-    try:
-        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-    except IsADirectoryError:
-        raise SpecboundError(f"{out / LOCK} is a directory; move it away") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise SpecboundError(
-                f"another 'zoo train' is writing to {out}; wait for it or choose another ",
-                Param("out"),
-            ) from exc
+
+    def busy() -> SpecboundError:
+        return SpecboundError(
+            f"another 'zoo train' is writing to {out}; wait for it or choose another ",
+            Param("out"),
+        )
+
+    with _folder(out).locked(busy):
         yield
-    finally:
-        os.close(fd)
-
-
-def _sha_update(out: Path, name: str, text: str) -> None:
-    man = _read_manifest(out) or {"sha256": {}}
-    sha = dict(man["sha256"])
-    sha[name] = _sha(text)
-    _write_manifest(out, sha)  # first the checksum, then the file: a crash between leaves
-    atomic_write_text(out / name, text)  # a mismatch (refused), never an unrecorded file
 
 
 def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
@@ -255,7 +207,7 @@ def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
         text = dumps_json(meta, indent=2) + "\n"
         if old.read_text() == text:
             return
-    _sha_update(out, "zoo.json", text)
+    _folder(out).write("zoo.json", text)
 
 
 def _damaged(dest: Path, why: str) -> SpecboundError:
@@ -329,5 +281,5 @@ def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any
     text = df.to_csv(index=False)
     if (out / "zoo.csv").is_file() and (out / "zoo.csv").read_text() == text:
         return df
-    _sha_update(out, "zoo.csv", text)
+    _folder(out).write("zoo.csv", text)
     return df

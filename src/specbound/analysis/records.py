@@ -37,18 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..adapters.registry import adapter_for
-from ..analysis import analyze
 from ..errors import SpecboundError
 from ..io.cache import cache_key
 from ..io.checkpoint import load_checkpoint
 from ..io.codec import RecordError, read_record, record_paths, write_record
 from ..io.files import atomic_write_text, dumps_json, json_safe
 from ..linalg.cache import from_arrays, spectra_arrays
+from . import analyze
 from .sizes import local_dir
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
-    from ..analysis import Analysis
+    from . import Analysis
 
 #: Suffix of the sweep state directory the CLI keeps beside ``--out``.
 STATE_SUFFIX = ".specbound-sweep"

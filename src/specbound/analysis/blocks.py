@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.registry import adapter_for
+from ..engines.base import Engine, JobError, Resources, SpectraFn, closing_map
 from ..errors import SpecboundError
 from ..io.checkpoint import load_checkpoint
 from ..linalg.model import compute_block
 from ..linalg.spectra import Spectra
 from ..linalg.weights import WeightSpectra
-from .base import Engine, JobError, Resources, SpectraFn, closing_map
 from .sizes import block_memory
 
 if TYPE_CHECKING:

@@ -10,7 +10,8 @@ Resume: with ``state_dir``, a model whose record (``records.RecordStore``) is th
 is not analyzed again (``on_resume(label)``); each result is written there by this process as it
 arrives, so a killed run loses only the models in flight.
 
-One model with the engine's own spectra (``--engine ray`` splits it by block): ``analyze``.
+One model with the engine's own spectra (``--engine ray`` splits it by block):
+``analyze_on_engine``.
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import analyze as run
+from ..engines.base import Engine, JobError, Resources, closing_map
 from ..errors import SpecboundError
-from .base import Engine, JobError, Resources, closing_map
+from . import analyze
+from .blocks import split_by_block
 from .records import RecordStore, sweep_key
 from .sizes import task_memory
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from . import Analysis
 
 #: ``analyze`` options that are callables of this process: never shipped to a job.
 _LOCAL_ONLY = ("progress", "spectra_fn")
@@ -61,7 +63,7 @@ class SweepResult:
 
 def run_model(model: Any, name: str | None, analyze_kwargs: Mapping[str, Any]) -> Analysis:
     """What one sweep job runs: ``analysis.analyze(model, name=name, **analyze_kwargs)``."""
-    return run(model, name=name, **analyze_kwargs)
+    return analyze(model, name=name, **analyze_kwargs)
 
 
 def _run_job(worker: Callable[..., Any], job: ModelJob) -> Any:
@@ -153,12 +155,11 @@ def analyze_models(
     return SweepResult(results, skipped)
 
 
-def analyze(engine: Engine, model: Any, **analyze_kwargs: Any) -> Analysis:
-    """``analysis.analyze(model, **analyze_kwargs)`` with the spectra computed the engine's way
-    (``Engine.spectra_fn``; the same numbers as the local block loop)."""
-    fn = engine.spectra_fn(
-        mapping=analyze_kwargs.get("mapping"), prefix=analyze_kwargs.get("prefix")
-    )
-    if fn is not None:
+def analyze_on_engine(engine: Engine, model: Any, **analyze_kwargs: Any) -> Analysis:
+    """``analysis.analyze(model, **analyze_kwargs)`` with the spectra computed the engine's way:
+    one engine job per transformer block when ``engine.splits_by_block``
+    (``blocks.split_by_block``), else ``analyze``'s own block loop; the same numbers either way."""
+    if engine.splits_by_block:
+        fn = split_by_block(engine, analyze_kwargs.get("mapping"), analyze_kwargs.get("prefix"))
         analyze_kwargs = {**analyze_kwargs, "spectra_fn": fn}
-    return run(model, **analyze_kwargs)
+    return analyze(model, **analyze_kwargs)

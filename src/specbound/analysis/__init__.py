@@ -16,25 +16,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._version import __version__
-from .adapters.registry import adapter_for, init_adapter_for
-from .core import ModelSpec
-from .errors import Param, SpecboundError
-from .io import output_dir
-from .io.checkpoint import load_checkpoint
-from .io.files import json_safe
-from .io.outdir import local_inputs
-from .linalg import cache as spectra_cache
-from .linalg.model import (
+from .._version import __version__
+from ..adapters.registry import adapter_for, init_adapter_for
+from ..core import ModelSpec
+from ..errors import Param, SpecboundError
+from ..io import output_dir
+from ..io.checkpoint import load_checkpoint
+from ..io.files import json_safe
+from ..io.outdir import local_inputs
+from ..linalg import cache as spectra_cache
+from ..linalg.model import (
     DEVICE,
     Progress,
     check_device,
     compute_all_spectra,
     compute_distance,
 )
-from .linalg.spectra import Spectra
-from .linalg.weights import WeightSpectra
-from .measures import (
+from ..linalg.spectra import Spectra
+from ..linalg.weights import WeightSpectra
+from ..measures import (
     MeasureInput,
     compute_measures,
     get_measure,
@@ -42,9 +42,9 @@ from .measures import (
     needs_weight_spectra,
     resolve_names,
 )
-from .measures._htsr import fit_summary, weight_fits
-from .measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
-from .measures.spectrum_adaptive import (
+from ..measures._htsr import fit_summary, weight_fits
+from ..measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
+from ..measures.spectrum_adaptive import (
     adaptive_headrooms,
     ceiling_gap,
     headroom_min,
@@ -53,7 +53,7 @@ from .measures.spectrum_adaptive import (
     log_contribution_curve,
     share_p0,
 )
-from .tables import (
+from ..tables import (
     MATRIX_COLUMNS,
     WEIGHT_COLUMNS,
     details_frame,
@@ -62,13 +62,13 @@ from .tables import (
     matrix_columns,
     weight_columns,
 )
-from .validation import Boolean, IsCallable, Names, Text, check_param, validate_params
+from ..validation import Boolean, IsCallable, Names, Text, check_param, validate_params
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .linalg.weights import WeightSpectra
-    from .measures import MeasureInput
+    from ..linalg.weights import WeightSpectra
+    from ..measures import MeasureInput
 
 __all__ = [
     "MATRIX_COLUMNS",
