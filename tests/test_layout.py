@@ -184,7 +184,6 @@ def test_one_module_names_each_written_file(name: str) -> None:
 #: rule: no module imports another module's private ``_name`` (nor, from outside its package, a
 #: package-private ``_module``). Entries are removed as the owners fix them (a stale one fails).
 PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
-    ("report.figures.scale", "studies.scale.verdict._df"): "report/ is being rewritten (pages)",
     ("report.pages.correlate", "report.pages.compact._sig"): "report/ is being rewritten (pages)",
     ("report.pages.correlate", "report.pages.compact._text"): "report/ is being rewritten (pages)",
     ("report.terminal_correlate", "report.terminal._console"): "report/ (terminal)",
