@@ -42,6 +42,10 @@ render):
     them) or ``q_bh`` (exploratory rows: Benjamini-Hochberg over them), ``verdict`` one of
     ``verdicts.VERDICTS`` and ``evidence`` the counts beside it (``table.with_verdicts``).
 ``skipped.csv``: ``model, reason``.
+``pstar.csv`` (protocol v5, when per-matrix choices are known): ``model, cell, layer, head,
+    matrix_type, p_star, p_modal`` (``modal.PSTAR_COLUMNS``); models.csv then also has
+    ``spectrum_adaptive_fixed_p0.5``, ``_p1``, ``_p2`` and ``spectrum_adaptive_modal`` after the
+    ceiling columns, and correlate.json ``p_switch_share`` (``modal.switch_shares``).
 ``correlate.json``: ``protocol`` (4), ``manifest, task, gap, axes, measures, n_listed,
     n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
     bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
@@ -68,6 +72,7 @@ from ...io import output_dir
 from ...io.files import dumps_json
 from . import table as T
 from . import verdicts as V
+from .modal import PSTAR_CSV
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,6 +116,11 @@ class Correlation:
     #: never writes over, inside or around them. A correlate folder re-evaluated (``pool`` of
     #: ``read_part``) is read whole and is no input: ``to_dir`` may replace it in place.
     inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    #: Protocol v5's switching shares (``modal.switch_shares``; correlate.json
+    #: ``p_switch_share``), None when no per-matrix choice is known (the key is then absent).
+    p_switch_share: dict[str, Any] | None = None
+    #: The per-matrix table behind them (pstar.csv, ``modal.PSTAR_COLUMNS``); None: no file.
+    pstar: pd.DataFrame | None = None
 
     @property
     def primary(self) -> pd.DataFrame | None:
@@ -126,7 +136,7 @@ class Correlation:
 
     def summary(self) -> dict[str, Any]:
         """The content of correlate.json (module doc)."""
-        return {
+        out = {
             "protocol": 4,
             "manifest": self.manifest,
             "task": self.task,
@@ -160,6 +170,9 @@ class Correlation:
             "zoos": list(self.zoos),
             "notes": list(self.notes),
         }
+        if self.p_switch_share is not None:
+            out["p_switch_share"] = dict(self.p_switch_share)
+        return out
 
     def cli_summary(self, out: str | Path) -> dict[str, Any]:
         """What ``specbound correlate --json`` prints: the output folder ``out``, the counts and
@@ -209,6 +222,8 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
         ),
         "skipped.csv": result.skipped,
     }
+    if result.pstar is not None:
+        frames[PSTAR_CSV] = result.pstar
     for name, frame in frames.items():
         frame.to_csv(d / name, index=False, float_format="%.17g")
         out.append(d / name)

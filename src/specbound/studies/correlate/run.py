@@ -37,7 +37,7 @@ from ..gap import GAP, GAP_KINDS, default_kind, gap_values
 from . import manifest as M
 from . import table as T
 from . import verdicts as V
-from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
 from .data import data_names, require
 from .jobs import (
     Analyzer,
@@ -48,6 +48,7 @@ from .jobs import (
     plan,
     values_of,
 )
+from .modal import MODAL_FORM, Choices, choices_of, modal_forms
 from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 #: Output columns of models.csv that are not measures (a manifest may not use these names).
-OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS)
+OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS, *FORM_COLUMNS)
 
 
 def measure_registry() -> tuple[list[str], dict[str, bool]]:
@@ -249,6 +250,8 @@ class _Swept:
     measures: list[str] = field(default_factory=list)
     data_notes: list[str] = field(default_factory=list)
     data_failed: list[str] = field(default_factory=list)
+    #: Each row's per-matrix choices (``modal.choices_of``; None for a custom analyzer's).
+    choices: list[Choices | None] = field(default_factory=list)
 
 
 def _prepare(
@@ -348,7 +351,7 @@ def _sweep(
         worker_fn=functools.partial(model_worker, analyzer),
     )
     records = table.to_dict("records")
-    rows, reasons, row_of = [], dict(p.skipped), []
+    rows, reasons, row_of, choices = [], dict(p.skipped), [], []
     for (i, _, _, name), out in zip(p.jobs, sweep.results, strict=True):
         if out is None:
             reasons[i] = failed.get(name, "not analyzed")
@@ -360,19 +363,19 @@ def _sweep(
         row.update({k: (math.nan if v is None else float(v)) for k, v in values_of(out).items()})
         rows.append(row)
         row_of.append(i)
+        choices.append(choices_of(out))
     if not rows:
         _none_usable(prep.zoo.manifest, names_of, reasons)
     models = pd.DataFrame(rows)
     for c in CEILING_COLUMNS:
         if c not in models.columns:
             models[c] = math.nan
-    found = [
-        c for c in models.columns if c not in table.columns and c not in ("gap", *CEILING_COLUMNS)
-    ]
+    not_measures = ("gap", *CEILING_COLUMNS, *FORM_COLUMNS)
+    found = [c for c in models.columns if c not in table.columns and c not in not_measures]
     measures = [m for m in prep.registry if m in models.columns]
     measures += [m for m in found if m not in measures and m != "converged"]
     measures += add_bound_forms(models, measures, prep.forms)
-    return _Swept(names_of, models, row_of, reasons, measures)
+    return _Swept(names_of, models, row_of, reasons, measures, choices=choices)
 
 
 def _data_stage(
@@ -393,6 +396,7 @@ def _data_stage(
         s.reasons[s.row_of[k]] = f"data measures failed: {why}"
         s.data_failed.append(s.names_of[s.row_of[k]])
     if lost:
+        s.choices = [c for k, c in enumerate(s.choices) if k not in lost]
         s.models = s.models.drop(index=list(lost)).reset_index(drop=True)
         if s.models.empty:
             _none_usable(prep.zoo.manifest, s.names_of, s.reasons)
@@ -416,7 +420,11 @@ def _assemble(
         for c in table.columns
         if c not in front and c not in measures and c not in ("gap", "converged")
     ]
-    models = swept.models[front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS)]
+    modal = _modal_stage(swept)
+    forms = [c for c in FORM_COLUMNS if c in swept.models.columns and c not in measures]
+    models = swept.models[
+        front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS) + forms
+    ]
     missing = missing_configurations(z.grid, models)
     tables = T.correlation_study(
         models,
@@ -467,7 +475,27 @@ def _assemble(
         primary_bootstrap=tables.primary_bootstrap,
         inputs=inputs,
         data_failed=swept.data_failed,
+        p_switch_share=None if modal is None else modal.shares,
+        pstar=None if modal is None else modal.pstar,
     )
+
+
+def _modal_stage(swept: _Swept) -> Any:
+    """Protocol v5's modal form (a models column) and the switching shares over the models
+    analyzed (``modal.modal_forms``); None when no model has per-matrix choices."""
+    if not any(c is not None for c in swept.choices):
+        return None
+    import pandas as pd
+
+    m = swept.models
+    n = (
+        pd.to_numeric(m["train_size"], errors="coerce").to_numpy(float)
+        if "train_size" in m.columns
+        else np.full(len(m), np.nan)
+    )
+    out = modal_forms([str(x) for x in m["model"]], swept.choices, n)
+    m[MODAL_FORM] = out.values
+    return out
 
 
 def _none_usable(manifest: Any, names_of: Any, reasons: dict[int, str]) -> NoReturn:
