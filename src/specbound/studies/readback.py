@@ -145,6 +145,24 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
     return models
 
 
+def read_pstar_csv(path: str | Path) -> pd.DataFrame:
+    """pstar.csv of a correlate folder (protocol v5's per-matrix table, ``correlate.modal``:
+    ``model, cell, layer, head, matrix_type, p_star, p_modal``), checked: p* in [0, 2] or empty,
+    one row per (model, layer, type, head)."""
+    p = folder_file(path, "pstar.csv")
+    schema = [
+        Column("model", "text"),
+        Column("cell", "text"),
+        Column("layer", "int", low=0),
+        Column("head", "int", low=-1),
+        Column("matrix_type", "text", choices=("QK", "OV", "M_in", "M_out")),
+        Column("p_star", empty=True, low=0.0, high=2.0),
+        Column("p_modal", empty=True, low=0.0, high=2.0),
+    ]
+    key = ["model", "layer", "matrix_type", "head"]
+    return read_table(p, schema, key=key, min_rows=0, what="pstar.csv")
+
+
 def read_skipped_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
     """skipped.csv of a correlate folder (``model, reason``; an empty file: none skipped)."""
     import pandas as pd

@@ -199,6 +199,25 @@ def switch_shares(pstar: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def pooled_pstar(tables: Sequence[pd.DataFrame | None], names: Sequence[str]) -> Any:
+    """The per-matrix table of a pool: None unless every part has one; one part's as it is;
+    several parts' concatenated with each cell named ``<zoo>: <cell>`` (each zoo keeps its own
+    cells: its modal form was chosen inside it). Model names as the pooled models table has
+    them (the caller renames)."""
+    import pandas as pd
+
+    if not tables or any(t is None for t in tables):
+        return None
+    if len(tables) == 1:
+        return tables[0]
+    frames = [
+        t.assign(cell=[f"{n}: {c}" for c in t["cell"]])
+        for t, n in zip(tables, names, strict=True)
+        if t is not None
+    ]
+    return pd.concat(frames, ignore_index=True)[list(PSTAR_COLUMNS)]
+
+
 def modal_forms(
     names: Sequence[str], choices: Sequence[Choices | None], train_size: np.ndarray
 ) -> Modal:
