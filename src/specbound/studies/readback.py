@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.readback import (
+    ZOO_DESIGNS,
     Column,
     ReadbackError,
     fail,
@@ -104,6 +105,9 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
     for count in ("bootstrap", "seed", "primary_bootstrap"):
         json_field(meta, count, int, p, required=False, low=0)
     json_field(meta, "include_unconverged", bool, p, required=False)
+    design = json_field(meta, "design", (str, type(None)), p, required=False)
+    if design is not None and design not in ZOO_DESIGNS:
+        raise fail(p, None, None, f"'design' is {design!r}, not one of {', '.join(ZOO_DESIGNS)}")
     text_list(meta, "missing_configurations", p, required=False)
     text_list(meta, "zoos", p, required=False)
     n: dict[str, int] = {

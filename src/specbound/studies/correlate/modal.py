@@ -25,13 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...io.readback import ZOO_DESIGNS
 from ...linalg.spectra import MATRIX_TYPES
 from ...measures.spectrum_adaptive import (
+    FIXED_FORMS,
     MODAL_FORM,
     log_bound_at_grid_points,
     modal_p_star,
     switching_counts,
 )
+from ...validation import Options
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +57,17 @@ PSTAR_CSV = "pstar.csv"
 PSTAR_COLUMNS = ("model", "cell", "layer", "head", "matrix_type", "p_star", "p_modal")
 #: SPEC 10 v5: below this switching share in every cell, adaptivity is inert.
 INERT_SHARE = 0.05
+#: The design of a zoo that tests the adaptive choice (zoo.json / correlate.json ``design``).
+ADAPTIVITY = "adaptivity"
+#: ``correlate``'s ``design`` parameter: None (the zoo's own) or one of the designs.
+DESIGN = (None, Options(*ZOO_DESIGNS))
+#: The prefix of an axis used as a measure in an adaptivity zoo.
+AXIS_PREFIX = "axis:"
+#: The columns whose values, with heads, make a cell (an axis among them never varies inside).
+CELL_COLUMNS = ("depth", "width", "heads", "train_size")
 _POSITION = ["layer", "matrix_type", "head"]
+#: The forms of the proxy an adaptivity zoo evaluates as measures.
+FORM_COLUMNS = (*FIXED_FORMS, MODAL_FORM)
 
 
 @dataclass(frozen=True)
@@ -216,6 +229,37 @@ def pooled_pstar(tables: Sequence[pd.DataFrame | None], names: Sequence[str]) ->
         if t is not None
     ]
     return pd.concat(frames, ignore_index=True)[list(PSTAR_COLUMNS)]
+
+
+def adaptivity_measures(
+    models: pd.DataFrame, axes: Sequence[str], measures: Sequence[str]
+) -> list[str]:
+    """The measures an adaptivity zoo adds (SPEC 10 v5), added to ``models`` where needed: the
+    fixed-index and modal forms that are columns, then ``axis:<name>`` = the axis value for each
+    numeric axis (not a cell column, not seed) that varies inside some cell of equal
+    ``CELL_COLUMNS``. Its sign is the value's: which way the gap goes is read from the other
+    replicate by the study."""
+    import pandas as pd
+
+    out = [
+        c
+        for c in FORM_COLUMNS
+        if c in models.columns and c not in measures and models[c].notna().any()
+    ]
+    cells = [c for c in CELL_COLUMNS if c in models.columns]
+    key = (
+        models[cells].astype(str).agg("|".join, axis=1) if cells else pd.Series([""] * len(models))
+    )
+    for a in axes:
+        if a in CELL_COLUMNS or a == "seed" or a not in models.columns:
+            continue
+        v = pd.to_numeric(models[a], errors="coerce")
+        if v.isna().any():
+            continue  # a word-valued axis has no direction to read
+        if (v.groupby(key.to_numpy()).nunique() > 1).any():
+            models[f"{AXIS_PREFIX}{a}"] = v.to_numpy(float)
+            out.append(f"{AXIS_PREFIX}{a}")
+    return out
 
 
 def modal_forms(

@@ -64,6 +64,8 @@ class Part:
     inputs: tuple[str, ...] = ()
     #: Protocol v5's per-matrix table (pstar.csv, ``modal.PSTAR_COLUMNS``); None: none.
     pstar: pd.DataFrame | None = None
+    #: SPEC 10 v5's design (correlate.json ``design``), None for none.
+    design: str | None = None
 
 
 def is_result_folder(path: str | Path) -> bool:
@@ -92,6 +94,7 @@ def part_of(result: Correlation, name: str | None = None) -> Part:
         manifest=str(result.manifest),
         inputs=tuple(result.inputs),
         pstar=result.pstar,
+        design=result.design,
     )
 
 
@@ -150,6 +153,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         manifest,
         local_inputs(grid) if grid is not None else (),
         pstar,
+        None if meta.get("design") is None else str(meta["design"]),
     )
 
 
@@ -278,6 +282,7 @@ def pool(
         primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
         inputs=tuple(dict.fromkeys(i for q in parts for i in q.inputs)),
+        design=first.design if all(q.design == first.design for q in parts) else None,
         p_switch_share=None if pstar is None else switch_shares(pstar),
         pstar=pstar,
     )

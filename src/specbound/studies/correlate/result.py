@@ -119,6 +119,8 @@ class Correlation:
     #: Protocol v5's switching shares (``modal.switch_shares``; correlate.json
     #: ``p_switch_share``), None when no per-matrix choice is known (the key is then absent).
     p_switch_share: dict[str, Any] | None = None
+    #: SPEC 10 v5's design of the zoo (``adaptivity``), None for none (the key is then absent).
+    design: str | None = None
     #: The per-matrix table behind them (pstar.csv, ``modal.PSTAR_COLUMNS``); None: no file.
     pstar: pd.DataFrame | None = None
 
@@ -170,6 +172,8 @@ class Correlation:
             "zoos": list(self.zoos),
             "notes": list(self.notes),
         }
+        if self.design is not None:
+            out["design"] = self.design
         if self.p_switch_share is not None:
             out["p_switch_share"] = dict(self.p_switch_share)
         return out

@@ -48,7 +48,15 @@ from .jobs import (
     plan,
     values_of,
 )
-from .modal import MODAL_FORM, Choices, choices_of, modal_forms
+from .modal import (
+    ADAPTIVITY,
+    DESIGN,
+    MODAL_FORM,
+    Choices,
+    adaptivity_measures,
+    choices_of,
+    modal_forms,
+)
 from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
@@ -153,6 +161,7 @@ _CALLBACK = (None, IsCallable())
         "on_data": _CALLBACK,
         "data_workers": WORKERS,
         "primary": T.PRIMARY,
+        "design": DESIGN,
     }
 )
 def correlate(
@@ -176,6 +185,7 @@ def correlate(
     on_data: Callable[[str], None] | None = None,
     data_workers: int = 1,
     primary: str = "auto",
+    design: str | None = None,
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -199,12 +209,16 @@ def correlate(
     the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
     tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
     checked first (``@validate_params``: ``table.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
-    ``gap.GAP``, ...). Output schema: :mod:`.result`.
+    ``gap.GAP``, ...). ``design``: ``adaptivity`` (SPEC 10 v5) or None for the zoo's own (the
+    ``design`` of its zoo.json): an adaptivity zoo's measures also hold the fixed-index and modal
+    forms and each numeric axis that varies inside a cell (``axis:<name>``, its value). Output
+    schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
     )
     prep.primary = primary
+    prep.design = design if design is not None else prep.zoo.design
     eng = resolve(engine, engine_options)  # after every other check, before any work
     swept = _sweep(
         prep, eng, cache, device, on_model, analyzer, state_dir=state_dir, on_resume=on_resume
@@ -236,6 +250,8 @@ class _Prepared:
     level: float
     data_workers: int
     primary: str = "auto"
+    #: SPEC 10 v5's design (``adaptivity``) or None.
+    design: str | None = None
 
 
 @dataclass
@@ -421,6 +437,8 @@ def _assemble(
         if c not in front and c not in measures and c not in ("gap", "converged")
     ]
     modal = _modal_stage(swept)
+    if prep.design == ADAPTIVITY:
+        measures = measures + adaptivity_measures(swept.models, z.axes, measures)
     forms = [c for c in FORM_COLUMNS if c in swept.models.columns and c not in measures]
     models = swept.models[
         front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS) + forms
@@ -475,6 +493,7 @@ def _assemble(
         primary_bootstrap=tables.primary_bootstrap,
         inputs=inputs,
         data_failed=swept.data_failed,
+        design=prep.design,
         p_switch_share=None if modal is None else modal.shares,
         pstar=None if modal is None else modal.pstar,
     )
