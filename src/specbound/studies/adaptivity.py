@@ -167,3 +167,106 @@ def statement(
         f"{word[0].upper()}{word[1:]} ({why}). Pooled over the two zoos, on tau_arch: {deltas}. "
         f"Largest switching share in a cell: {shares}."
     )
+
+
+#: The prefix of an axis used as a measure (``correlate.modal.AXIS_PREFIX``).
+AXIS_PREFIX = "axis:"
+
+
+def _num(v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def zoo_of(folder: str, primary: Any, shares: Sequence[float]) -> Zoo:
+    """One replicate as the answer reads it: its rows D0, A1, A3 from the study's primary table
+    (columns folder, contrast, delta, low, high, verdict, verdict_stable) and its cell shares."""
+    rows = {}
+    for rec in primary[primary["folder"] == folder].to_dict("records"):
+        c = rec.get("contrast")
+        if c in CONTRASTS:
+            rows[str(c)] = Row(
+                _num(rec.get("delta")),
+                _num(rec.get("low")),
+                _num(rec.get("high")),
+                str(rec.get("verdict") or ""),
+                str(rec.get("verdict_stable") or "") == "yes",
+            )
+    return Zoo(folder, rows, tuple(float(s) for s in shares))
+
+
+def axis_rows(
+    folders: Sequence[str], correlations: Mapping[str, Any], statistic: str = "tau_arch"
+) -> list[dict[str, Any]]:
+    """Each ``axis:<name>`` measure of each replicate of a pair, read as a measure with the sign
+    observed in the other replicate (SPEC 10 v5: larger = worse gap by that sign): the signed
+    ``statistic`` and its interval (flipped when the other replicate's sign is negative; None
+    when that sign is 0 or undefined), beside the proxy's (``spectrum_adaptive``) in the same
+    zoo, and whether the axis ranks the gap better than the proxy (point estimates)."""
+    out = []
+    for f, o in ((folders[0], folders[1]), (folders[1], folders[0])):
+        mine, other = correlations[f], correlations[o]
+        if statistic not in mine.columns:
+            continue
+        by = mine.set_index("measure")
+        oby = other.set_index("measure") if statistic in other.columns else None
+        proxy = by.loc["spectrum_adaptive"] if "spectrum_adaptive" in by.index else None
+        for m in by.index:
+            if not str(m).startswith(AXIS_PREFIX):
+                continue
+            ref = _num(oby.loc[m, statistic]) if oby is not None and m in oby.index else math.nan
+            sign = 1 if ref > 0 else -1 if ref < 0 else 0
+            v, lo, hi = (_num(by.loc[m, statistic + s]) for s in ("", "_low", "_high"))
+            pv = _num(proxy[statistic]) if proxy is not None else math.nan
+            signed = (v, lo, hi) if sign > 0 else (-v, -hi, -lo) if sign < 0 else (math.nan,) * 3
+            out.append(
+                {
+                    "folder": f,
+                    "axis": str(m)[len(AXIS_PREFIX) :],
+                    "sign_from": o,
+                    "sign": sign,
+                    "statistic": statistic,
+                    "value": signed[0],
+                    "low": signed[1],
+                    "high": signed[2],
+                    "spectrum_adaptive": pv,
+                    "spectrum_adaptive_low": _num(proxy[statistic + "_low"])
+                    if proxy is not None
+                    else math.nan,
+                    "spectrum_adaptive_high": _num(proxy[statistic + "_high"])
+                    if proxy is not None
+                    else math.nan,
+                    "beats_proxy": bool(math.isfinite(signed[0]) and signed[0] > pv),
+                }
+            )
+    return out
+
+
+def pair_answer(
+    group: str,
+    folders: Sequence[str],
+    primary: Any,
+    shares: Mapping[str, Sequence[float]],
+    correlations: Mapping[str, Any],
+) -> dict[str, Any]:
+    """study.json's ``adaptivity`` record of one replicate pair: the group, ``answer`` (its
+    dict, module doc), the axis rows (:func:`axis_rows`) and a sentence on whether any axis
+    read off the grid ranks the gap better than the proxy."""
+    a, b = (zoo_of(f, primary, shares.get(f, ())) for f in folders)
+    out = {"group": group, **answer(a, b)}
+    rows = axis_rows(folders, correlations)
+    winners = sorted({f"{r['axis']} ({r['folder']})" for r in rows if r["beats_proxy"]})
+    out["axes"] = rows
+    out["axes_statement"] = (
+        f"read off the grid with the other replicate's sign, {', '.join(winners)} ranks the gap "
+        "better than the proxy on tau_arch (point estimates)"
+        if winners
+        else "no axis read off the grid ranks the gap better than the proxy on tau_arch "
+        "(point estimates)"
+        if rows
+        else "no axis varies inside a cell"
+    )
+    return out
