@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .stats import cell_r2
+from ..protocol.stats import cell_r2
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -26,6 +26,7 @@ from ...errors import Param, SpecboundError
 from ...io.outdir import local_inputs
 from ...validation import validate_params
 from .. import readback as R
+from . import rules as RU
 from . import table as T
 from .ceiling import CEILING_COLUMNS, rank_ceiling
 from .jobs import missing_configurations
@@ -212,7 +213,7 @@ def _check_no_model_twice(parts: Sequence[Part]) -> None:
 
 
 @validate_params(
-    {"bootstrap": T.BOOTSTRAP_OR_ZERO, "seed": T.SEED, "level": T.LEVEL, "primary": T.PRIMARY}
+    {"bootstrap": RU.BOOTSTRAP_OR_ZERO, "seed": RU.SEED, "level": RU.LEVEL, "primary": RU.PRIMARY}
 )
 def pool(
     parts: Sequence[Part],

@@ -16,7 +16,7 @@ render):
     ``spectrum_adaptive_share_p0``, ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
     diagnosis, SPEC 10) and ``adaptive_headroom_min`` (SPEC 4; each empty when the analysis
     does not provide it).
-``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
+``correlation.csv``: one row per measure (``protocol.tables.correlation_columns(axes)``):
     ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
     psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then
     ``tau_fixed_n, tau_fixed_n_low, tau_fixed_n_high, psi_fixed_n, psi_fixed_n_low,
@@ -66,8 +66,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...io import output_dir
 from ...io.files import dumps_json
-from . import table as T
-from . import verdicts as V
+from ..protocol import verdicts as V
+from ..protocol.families import primary_contrasts
+from ..protocol.stats import MIN_SIGN_PAIRS
+from ..protocol.tables import DIFFERENCE_COLUMNS
+from .rules import BASELINES, interval_statistics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,14 +146,14 @@ class Correlation:
             "bootstrap_unit": "configuration",
             "seed": self.seed,
             "level": self.level,
-            "min_sign_pairs": T.S.MIN_SIGN_PAIRS,
-            "baselines": [b for b in T.BASELINES if b in self.measures],
-            "interval_statistics": list(T.INTERVAL_STATS),
+            "min_sign_pairs": MIN_SIGN_PAIRS,
+            "baselines": [b for b in BASELINES if b in self.measures],
+            "interval_statistics": interval_statistics(),
             "rank_ceiling": dict(self.rank_ceiling),
             "primary_statistic": self.primary_statistic,
             "primary_bootstrap": self.primary_bootstrap,
             "primary_contrasts": {
-                c: f"{a} - {b}" for c, a, b in V.primary_contrasts(self.primary_statistic)
+                c: f"{a} - {b}" for c, a, b in primary_contrasts(self.primary_statistic)
             },
             "alpha": V.ALPHA,
             "min_configurations": V.MIN_CONFIGURATIONS,
@@ -205,7 +208,7 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
         "differences.csv": (
             result.differences
             if result.differences is not None
-            else _empty_frame(T.DIFFERENCE_COLUMNS)
+            else _empty_frame(DIFFERENCE_COLUMNS)
         ),
         "skipped.csv": result.skipped,
     }
