@@ -100,9 +100,10 @@ def setup(
     level: float,
     missing: list[str],
     primary: str = "auto",
+    design: str | None = None,
 ) -> Setup:
     """What every measure shares; raises (``check_size``) before drawing counts too large.
-    ``bootstrap``, ``seed``, ``level`` and ``primary`` (``V.PRIMARY_CHOICES``) are already
+    ``bootstrap``, ``seed``, ``level`` and ``primary`` (``REGISTRY.primary_choices()``) are already
     checked."""
     import pandas as pd
 
@@ -120,7 +121,7 @@ def setup(
     n_sizes = 0 if n_all is None else int(np.unique(n_all[np.isfinite(n_all)]).size)
     cell_all = cells_of(models)
     cells_ok = 0 if cell_all is None else _cells_ok(cell_all, config_all)
-    facts = ZooFacts(n_sizes, cells_ok, cell_all is not None)
+    facts = ZooFacts(n_sizes, cells_ok, cell_all is not None, design)
     family = choose_family(primary, facts)
     pstat = family.statistic(facts)
     contrasts = REGISTRY.contrasts_of(family)

@@ -17,6 +17,7 @@ from ...validation import Interval, Options, Satisfies, check_int
 from ..protocol import stats as S
 from ..protocol import verdicts as V
 from ..protocol.registry import REGISTRY
+from ..protocol.statistics import KENDALL_TAU, TAU_FIXED_N
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,14 +160,14 @@ def verdict(
         lacks = V.insufficient(
             bootstrap=bootstrap,
             n_configurations=int(row.get("n_configurations") or 0),
-            statistic="kendall_tau",
+            statistic=KENDALL_TAU.name,
         )
         if lacks:
             return f"{V.INSUFFICIENT}: {', '.join(lacks)} ({counts}){tail}"
     words = []
-    stats_ = [("kendall_tau", "tau")]
+    stats_ = [(KENDALL_TAU.name, "tau")]
     if bootstrap is None or (n_strata_ok or 0) >= V.MIN_STRATA:
-        stats_.append(("tau_fixed_n", "tau_n"))
+        stats_.append((TAU_FIXED_N.name, "tau_n"))
     for st, name in stats_:
         lo, hi = row.get(f"{st}_low", math.nan), row.get(f"{st}_high", math.nan)
         if lo > 0:
@@ -190,9 +191,9 @@ def verdict(
         return "; ".join(words) + tail
     pairs = sum(int(row.get(f"sign_error_{a}_pairs", 0) or 0) for a in axes)
     return (
-        f"undetermined: tau interval [{fmt(row.get('kendall_tau_low', math.nan))}, "
-        f"{fmt(row.get('kendall_tau_high', math.nan))}] over {counts}; {pairs} one-axis pairs"
-        + tail
+        f"undetermined: tau interval [{fmt(row.get(f'{KENDALL_TAU.name}_low', math.nan))}, "
+        f"{fmt(row.get(f'{KENDALL_TAU.name}_high', math.nan))}] over {counts}; {pairs} "
+        "one-axis pairs" + tail
     )
 
 

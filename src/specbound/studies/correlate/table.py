@@ -8,16 +8,15 @@ Every interval holds its own point estimate (widened to it where the percentiles
 A draw where a statistic is undefined is left out of that statistic's interval (and of every
 difference involving it).
 
-Protocol v3 (``verdicts``): every difference carries its bootstrap p-value over the ``B``
-paired draws where it is defined, ``family`` (``primary`` for the contrasts P1-P3 of
-``verdicts.PRIMARY_CONTRASTS`` on ``tau_fixed_n`` when n takes >= 2 values, else on
-``kendall_tau``, drawn again with max(bootstrap, 10000) draws from the same seed; else
+Protocol v3 (``verdicts``): every difference carries its bootstrap p-value over the ``B`` paired
+draws where it is defined, ``family`` (``primary`` for the contrasts of the zoo's primary family,
+``protocol.families``, drawn again with max(bootstrap, 10000) draws from the same seed; else
 ``exploratory``), ``p_holm`` (Holm over the primary rows), ``q_bh`` (Benjamini-Hochberg over the
 exploratory rows), ``verdict`` (one of ``verdicts.VERDICTS``) and ``evidence`` (the counts beside
-it, and the grid's configurations without a usable model, named). A comparison with a measure
-that cannot see what the statistic measures (constant on every group of an axis, for Psi; constant
-within every value of n, for the fixed-n statistics; constant on every model, for tau; or the two
-forms of one measure at fixed n) is "not comparable", never a win.
+it, and the grid's configurations without a usable model, named). A comparison with a measure that
+cannot see what the statistic measures (constant on every group of an axis, for Psi; constant within
+every value of n, for the fixed-n statistics; constant on every model, for tau; or the two forms of
+one measure at fixed n) is "not comparable", never a win.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 
 from ..protocol.families import primary_contrasts
 from ..protocol.registry import REGISTRY
+from ..protocol.statistics import KENDALL_TAU
 from ..protocol.tables import (
     COMPUTED_COLUMNS,
     DIFFERENCE_COLUMNS,
@@ -65,7 +65,7 @@ class Tables:
     differences: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     n_configurations: int = 0
-    primary_statistic: str = "kendall_tau"
+    primary_statistic: str = KENDALL_TAU.name
     primary_bootstrap: int = 0
     missing: list[str] = field(default_factory=list)
 
@@ -79,6 +79,7 @@ class Tables:
         "seed": SEED,
         "level": LEVEL,
         "primary": PRIMARY,
+        "design": (None, Text()),
     }
 )
 def correlation_study(
@@ -92,14 +93,17 @@ def correlation_study(
     level: float = 0.95,
     missing: Sequence[str] = (),
     primary: str = "auto",
+    design: str | None = None,
 ) -> Tables:
     """Every measure's row of correlation.csv and its differences (module doc).
 
     ``bootstrap``: 0 (point estimates only: no intervals, no p-values, every verdict
     "insufficient evidence") or 200..MAX_BOOTSTRAP. ``missing``: the grid's configurations
     without a usable model, named beside every verdict. ``primary``: ``auto`` (A1-A3 on tau_arch
-    for a zoo designed for it, ``verdicts.designed_for_arch``; else P1-P3), ``arch`` or
-    ``standard``."""
+    for a zoo designed for it, ``protocol.families.designed_for_arch``; else P1-P3), ``arch`` or
+    ``standard`` (or another family of the registry, ``protocol.families``). ``design``: the
+    zoo's declared design (e.g. "adaptivity"; ``ZooFacts.declared``, which a family's rule may
+    read), None when none is declared."""
     import pandas as pd
 
     axes = list(axes)
@@ -110,7 +114,7 @@ def correlation_study(
     # the arguments were checked (@validate_params)
     su = R.setup(
         models, measures, axes, gap=gap, bootstrap=bootstrap, seed=seed, level=level,
-        missing=missing, primary=primary,
+        missing=missing, primary=primary, design=design,
     )  # fmt: skip
     rows, draws, p_draws, info = [], {}, {}, {}
     for name in measures:

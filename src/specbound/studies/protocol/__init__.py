@@ -3,8 +3,8 @@
 - :mod:`.registry`: the one registry of statistics, contrasts and primary families
   (:class:`Statistic`, :class:`Contrast`, :class:`Family`, ``REGISTRY``, :func:`register`,
   :func:`registered`);
-- :mod:`.statistics`: the statistics' entries (kendall_tau, psi, tau_fixed_n, psi_fixed_n,
-  tau_arch, cmi, sign_error, ...); :mod:`.families`: the contrasts P1-P3, A1-A3 and the rules
+- :mod:`.statistics`: the statistics' entries (Kendall's tau, Psi, the fixed-n forms, tau_arch,
+  CMI, the sign-errors); :mod:`.families`: the contrasts P1-P3, A1-A3 and the rules
   choosing a zoo's primary family;
 - :mod:`.tables`: the columns of correlation.csv, differences.csv, primary.csv and
   exploratory.csv, derived from the registry;
