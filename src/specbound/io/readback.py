@@ -325,7 +325,8 @@ def folder_file(path: str | Path, name: str) -> Path:
 
 #: The designs a zoo.json may declare (SPEC 10 v5: ``adaptivity``, the zoos that test the
 #: adaptive choice of p; their primary contrasts are D0, A1 and A3 on tau_arch).
-ZOO_DESIGNS = ("adaptivity",)
+ADAPTIVITY_DESIGN = "adaptivity"
+ZOO_DESIGNS = (ADAPTIVITY_DESIGN,)
 
 
 def read_zoo_json(path: str | Path) -> dict[str, Any]:

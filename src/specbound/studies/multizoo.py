@@ -52,40 +52,14 @@ from ..io import output_dir
 from ..io.files import dumps_json, json_safe
 from ..validation import PathLike, Paths, Satisfies, Text, validate_params
 from . import readback as R
-from .adaptivity import pair_answer
-from .correlate import verdicts as V
-from .correlate.modal import ADAPTIVITY
 from .correlate.table import split_seeds
 from .independence import independence
+from .protocol import verdicts as V
+from .protocol.adaptivity import ADAPTIVITY, pair_answer
+from .protocol.tables import EXPLORATORY_COLUMNS, PRIMARY_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
-
-PRIMARY_COLUMNS = (
-    "folder",
-    "task",
-    "zoos",
-    "role",
-    "group",
-    "contrast",
-    "measure",
-    "versus",
-    "statistic",
-    "delta",
-    "low",
-    "high",
-    "B",
-    "p",
-    "p_holm_folder",
-    "p_holm",
-    "verdict",
-    "verdict_stable",
-    "evidence",
-    "replicated",
-    "independence",
-    "overlaps",
-    "shared_models",
-)
 
 
 @dataclass
@@ -234,6 +208,9 @@ def study(
     _mark_replicated(primary, groups, V)
     primary = primary[[*PRIMARY_COLUMNS]]
     exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
+    if len(exploratory.columns):  # the registry's columns first, a later version's after
+        extra = [c for c in exploratory.columns if c not in EXPLORATORY_COLUMNS]
+        exploratory = exploratory.reindex(columns=[*EXPLORATORY_COLUMNS, *extra])
     secondary = [
         {"folder": str(p), "overlaps": str(o[0]), "shared_models": o[1]}
         for p, o in over.items()

@@ -28,26 +28,35 @@ from specbound.studies.correlate.modal import PSTAR_COLUMNS, switch_shares
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.reference import reference
 
-HEADER = "model,depth,width,lr,train_size,seed,train_acc,test_acc,train_loss,test_loss,converged"
+HEADER = (
+    "model,init,depth,width,lr,train_size,seed,train_acc,test_acc,train_loss,test_loss,converged"
+)
 
 
-def write_zoo(d: Path) -> Path:
-    """Two cells (depth 1 and 2, width 8, 2 heads, n = 200) of six tiny BERTs each, weight
-    scales 0.05-1.3 so that p* moves between models of a cell; made-up metrics."""
+def write_zoo(d: Path, seeds: tuple[int, ...] = (0, 1), design: str | None = None) -> Path:
+    """Two cells (depth 1 and 2, width 8, 2 heads, n = 200) of three learning rates x ``seeds``
+    tiny BERTs each (with their inits), weight scales 0.05-1.3 so that p* moves between models
+    of a cell; made-up metrics. ``design``: zoo.json's (then written, with the axes)."""
     rows = [HEADER]
     k = 0
     for depth in (1, 2):
-        for lr, scale in ((0.001, 0.05), (0.003, 0.3), (0.01, 1.0)):
-            for seed in (0, 1):
+        for lr, scale in ((0.001, 0.05), (0.003, 0.15), (0.01, 1.0)):
+            for seed in seeds:
                 k += 1
-                write_tiny_bert(
-                    d / f"m{k}", layers=depth, hidden=8, heads=2, ffn=16, seed=k,
-                    scale=scale * (1 + 0.3 * seed), ffn_low_rank=2,
-                )  # fmt: skip
+                s = scale * (1 + 0.3 * (seed % 2))
+                for sub, sd in (("", k + 17 * seed), ("/init", 100 + k + 17 * seed)):
+                    write_tiny_bert(
+                        d / f"m{k}{sub}", layers=depth, hidden=8, heads=2, ffn=16, seed=sd,
+                        scale=s * (0.9 if sub else 1.0), ffn_low_rank=2,
+                    )  # fmt: skip
+                acc = 0.9 - 0.03 * ((k + seed) % 5)
                 rows.append(
-                    f"m{k},{depth},8,{lr},200,{seed},1.0,{0.9 - 0.03 * (k % 5)},0.005,0.4,true"
+                    f"m{k},m{k}/init,{depth},8,{lr},200,{seed},1.0,{acc},0.005,0.4,true"
                 )
     (d / "zoo.csv").write_text("\n".join(rows) + "\n")
+    if design is not None:
+        meta = {"task": "digits", "design": design, "axes": ["depth", "lr", "seed"]}
+        (d / "zoo.json").write_text(json.dumps(meta))
     return d
 
 
@@ -174,7 +183,7 @@ def test_re_evaluated_folder_keeps_the_forms_and_shares(result, tmp_path):
     own cells."""
     from specbound.studies.correlate.pool import pool, read_part
 
-    _, res, out = result
+    _, _, out = result
     again = pool([read_part(out)], bootstrap=200).to_dir(tmp_path / "again")
     assert (again / "pstar.csv").read_text() == (out / "pstar.csv").read_text()
     a, b = pd.read_csv(out / "models.csv"), pd.read_csv(again / "models.csv")

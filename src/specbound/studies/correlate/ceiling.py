@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...measures.spectrum_adaptive import FIXED_FORMS, MODAL_FORM
-from .stats import cell_r2
+from ..protocol.stats import cell_r2
 
 if TYPE_CHECKING:
     import pandas as pd

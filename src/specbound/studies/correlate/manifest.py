@@ -356,3 +356,11 @@ def validate_manifest(
                     f"manifest {manifest}: axis '{a}' of model '{table['model'].iloc[i]}' "
                     f"(row {i + 2}) is {val!r}, which holds '$' (TeX); write it without '$'"
                 )
+
+
+def read_zoo_csv(path: str | Path) -> pd.DataFrame:
+    """zoo.csv of a zoo directory (or a manifest), read back: the manifest reader's table, with
+    the value checks of the first read (:func:`read_zoo`, :func:`validate_manifest`)."""
+    zoo = read_zoo(path)
+    validate_manifest(zoo, ())
+    return zoo.table

@@ -35,6 +35,7 @@ from ...measures.spectrum_adaptive import (
     switching_counts,
 )
 from ...validation import Options
+from ..protocol.adaptivity import AXIS_PREFIX, INERT_SHARE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,14 +56,8 @@ __all__ = [
 #: The per-matrix table of a correlate folder.
 PSTAR_CSV = "pstar.csv"
 PSTAR_COLUMNS = ("model", "cell", "layer", "head", "matrix_type", "p_star", "p_modal")
-#: SPEC 10 v5: below this switching share in every cell, adaptivity is inert.
-INERT_SHARE = 0.05
-#: The design of a zoo that tests the adaptive choice (zoo.json / correlate.json ``design``).
-ADAPTIVITY = "adaptivity"
 #: ``correlate``'s ``design`` parameter: None (the zoo's own) or one of the designs.
 DESIGN = (None, Options(*ZOO_DESIGNS))
-#: The prefix of an axis used as a measure in an adaptivity zoo.
-AXIS_PREFIX = "axis:"
 #: The columns whose values, with heads, make a cell (an axis among them never varies inside).
 CELL_COLUMNS = ("depth", "width", "heads", "train_size")
 _POSITION = ["layer", "matrix_type", "head"]

@@ -26,6 +26,7 @@ from ...errors import Param, SpecboundError
 from ...io.outdir import local_inputs
 from ...validation import validate_params
 from .. import readback as R
+from . import rules as RU
 from . import table as T
 from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
 from .jobs import missing_configurations
@@ -222,7 +223,7 @@ def _check_no_model_twice(parts: Sequence[Part]) -> None:
 
 
 @validate_params(
-    {"bootstrap": T.BOOTSTRAP_OR_ZERO, "seed": T.SEED, "level": T.LEVEL, "primary": T.PRIMARY}
+    {"bootstrap": RU.BOOTSTRAP_OR_ZERO, "seed": RU.SEED, "level": RU.LEVEL, "primary": RU.PRIMARY}
 )
 def pool(
     parts: Sequence[Part],
@@ -247,9 +248,10 @@ def pool(
     models, skipped = _joined(parts, names)
     models = _ordered(models, first.axes, measures, dropped)
     missing = _missing(parts)
+    design = first.design if all(q.design == first.design for q in parts) else None
     tables = T.correlation_study(
         models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level,
-        missing=missing, primary=primary,
+        missing=missing, primary=primary, design=design,
     )  # fmt: skip
     notes = _notes(parts, names, dropped, missing) + tables.notes
     counts = _name_counts(parts)
@@ -282,7 +284,8 @@ def pool(
         primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
         inputs=tuple(dict.fromkeys(i for q in parts for i in q.inputs)),
-        design=first.design if all(q.design == first.design for q in parts) else None,
+        design=design,
+        primary_family=tables.primary_family,
         p_switch_share=None if pstar is None else switch_shares(pstar),
         pstar=pstar,
     )

@@ -34,9 +34,12 @@ from ...validation import (
     validate_params,
 )
 from ..gap import GAP, GAP_KINDS, default_kind, gap_values
+from ..protocol import verdicts as V
+from ..protocol.adaptivity import ADAPTIVITY
+from ..protocol.stats import row_ids
 from . import manifest as M
+from . import rules as RU
 from . import table as T
-from . import verdicts as V
 from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
 from .data import data_names, require
 from .jobs import (
@@ -49,7 +52,6 @@ from .jobs import (
     values_of,
 )
 from .modal import (
-    ADAPTIVITY,
     DESIGN,
     MODAL_FORM,
     Choices,
@@ -148,19 +150,19 @@ _CALLBACK = (None, IsCallable())
         "axes": (None, Names(what="axis name")),
         "gap": GAP,
         "include_unconverged": (Boolean(),),
-        "bootstrap": T.BOOTSTRAP,
-        "seed": T.SEED,
+        "bootstrap": RU.BOOTSTRAP,
+        "seed": RU.SEED,
         "cache": (Boolean(),),
         "device": DEVICE,
         "on_model": _CALLBACK,
         "analyzer": _CALLBACK,
         "state_dir": (None, PathLike()),
         "on_resume": _CALLBACK,
-        "level": T.LEVEL,
+        "level": RU.LEVEL,
         "data_measures": (Boolean(),),
         "on_data": _CALLBACK,
         "data_workers": WORKERS,
-        "primary": T.PRIMARY,
+        "primary": RU.PRIMARY,
         "design": DESIGN,
     }
 )
@@ -208,7 +210,7 @@ def correlate(
     needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
     the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
     tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
-    checked first (``@validate_params``: ``table.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
+    checked first (``@validate_params``: ``rules.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
     ``gap.GAP``, ...). ``design``: ``adaptivity`` (SPEC 10 v5) or None for the zoo's own (the
     ``design`` of its zoo.json): an adaptivity zoo's measures also hold the fixed-index and modal
     forms and each numeric axis that varies inside a cell (``axis:<name>``, its value). Output
@@ -304,10 +306,10 @@ def _prepare(
         else np.ones(len(table), dtype=bool)
     )
     p = plan(z, g, converged, include_unconverged, kind)
-    codes = T.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
-    T.check_size(
+    codes = RU.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
+    RU.check_size(
         len(p.jobs),
-        int(np.unique(T.S.row_ids(codes)).size),
+        int(np.unique(row_ids(codes)).size),
         max(bootstrap, V.PRIMARY_BOOTSTRAP),
     )
     return _Prepared(
@@ -453,6 +455,7 @@ def _assemble(
         level=prep.level,
         missing=missing,
         primary=prep.primary,
+        design=prep.design,
     )
     notes = []
     if default_axes:
@@ -494,6 +497,7 @@ def _assemble(
         inputs=inputs,
         data_failed=swept.data_failed,
         design=prep.design,
+        primary_family=tables.primary_family,
         p_switch_share=None if modal is None else modal.shares,
         pstar=None if modal is None else modal.pstar,
     )

@@ -8,7 +8,7 @@ from statistics import NormalDist
 
 import pytest
 
-from specbound.studies.adaptivity import ANSWERS, Row, Zoo, answer, pooled
+from specbound.studies.protocol.adaptivity import ANSWERS, Row, Zoo, answer, pooled
 
 Z2, Z1 = NormalDist().inv_cdf(0.975), NormalDist().inv_cdf(0.95)
 

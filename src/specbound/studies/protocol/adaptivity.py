@@ -1,6 +1,15 @@
-"""Protocol v5's pre-registered answer for a replicate pair of adaptivity zoos (SPEC 10).
+"""Protocol v5 (SPEC 10): the adaptivity family and its pre-registered answer, as entries of the
+protocol's registry.
 
-Inputs per zoo: its primary rows D0 (``spectrum_adaptive - spectrum_adaptive_modal``), A1
+Entries: the contrast ``D0`` = ``spectrum_adaptive - spectrum_adaptive_modal`` (the proxy against
+itself with each matrix at its cell's modal p*, chosen without looking at any gap) and the family
+``adaptivity`` = D0, A1, A3 on tau_arch, for a zoo that declares ``design: adaptivity`` (its
+zoo.json, or ``correlate(design=...)``) and has depth and width columns; ``primary`` auto tries it
+before ``arch``. The answer of a replicate pair of such zoos is :func:`answer` (one function,
+below); the study applies it (:func:`pair_answer`).
+
+The answer's inputs per zoo
+its primary rows D0 (``spectrum_adaptive - spectrum_adaptive_modal``), A1
 (``- norm_based``) and A3 (``- distance_from_init``) on tau_arch, each with delta, its 95%
 interval, its verdict and ``verdict_stable``; and its switching share per cell
 (correlate.json ``p_switch_share``). Pooled over the two zoos (disjoint seeds, draws
@@ -30,6 +39,12 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
 
+from ...io.readback import ADAPTIVITY_DESIGN
+from ...measures.spectrum_adaptive import MODAL_FORM
+from .arch import CELL_AXES
+from .families import TAU_ARCH
+from .registry import REGISTRY, Contrast, Family, ZooFacts, register
+
 #: The four answers, in the order they are checked.
 INERT = "adaptivity is inert here"
 HELPS = "adaptivity helps"
@@ -41,14 +56,36 @@ INERT_SHARE = 0.05
 EQUIVALENCE = 0.02
 #: Rule 3: each pooled one-sided upper bound below this.
 MEANINGFUL = 0.05
-#: The contrasts the answer reads, with their measures (SPEC 10 v5's primary family).
-CONTRASTS = {
-    "D0": ("spectrum_adaptive", "spectrum_adaptive_modal"),
-    "A1": ("spectrum_adaptive", "norm_based"),
-    "A3": ("spectrum_adaptive", "distance_from_init"),
-}
+#: The family's name (a value of ``primary``).
+FAMILY = "adaptivity"
 _Z2 = NormalDist().inv_cdf(0.975)
 _Z1 = NormalDist().inv_cdf(0.95)
+#: The design a zoo declares to be an adaptivity zoo (zoo.json / correlate.json ``design``).
+ADAPTIVITY = ADAPTIVITY_DESIGN
+
+
+def _refused(facts: ZooFacts) -> str:
+    if facts.declared != ADAPTIVITY:
+        return (
+            "primary adaptivity is for a zoo that declares design: adaptivity (its zoo.json, "
+            "or correlate's design); use primary arch or standard"
+        )
+    if not facts.has_cells:
+        return f"primary adaptivity needs {' and '.join(CELL_AXES)} columns (the cells of tau_arch)"
+    return ""
+
+
+register(
+    Contrast(
+        "D0", "spectrum_adaptive", MODAL_FORM,
+        doc="the proxy against itself at its cell's modal p*: what choosing p after training adds",
+    ),
+    Family(
+        FAMILY, ("D0", "A1", "A3"), lambda facts: TAU_ARCH, (TAU_ARCH,),
+        lambda facts: facts.declared == ADAPTIVITY and facts.has_cells, _refused, rank=5,
+        doc="protocol v5: the adaptive choice itself, on tau_arch", design=ADAPTIVITY,
+    ),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,6 +123,11 @@ class Pooled:
         return {"delta": self.delta, "low": self.low, "high": self.high, "upper": self.upper}
 
 
+def contrasts() -> dict[str, tuple[str, str]]:
+    """{id: (measure, versus)} of the family's contrasts (D0, A1, A3), from the registry."""
+    return {c: (a, b) for c, a, b in REGISTRY.contrasts_of(REGISTRY.families[FAMILY])}
+
+
 def pooled(a: Row | None, b: Row | None) -> Pooled:
     """The pooled figures of one contrast (module doc)."""
     nan = Pooled(math.nan, math.nan, math.nan, math.nan)
@@ -108,7 +150,7 @@ def answer(first: Zoo, second: Zoo) -> dict[str, Any]:
     ``answer`` (one of ``ANSWERS``), ``rule`` (1-4), ``why`` (the condition that decided it),
     ``pooled`` ({contrast: delta, low, high, upper}), ``switching`` ({zoo: its largest and
     every cell share}), ``zoos`` and a one-line ``statement``."""
-    pool = {c: pooled(first.rows.get(c), second.rows.get(c)) for c in CONTRASTS}
+    pool = {c: pooled(first.rows.get(c), second.rows.get(c)) for c in contrasts()}
     d0 = pool["D0"]
     zoos = (first, second)
     if all(_below(z.cell_shares) for z in zoos):
@@ -157,7 +199,7 @@ def statement(
     """The answer in one sentence, with the pooled deltas, their intervals and the largest
     switching share of each zoo."""
     deltas = "; ".join(
-        f"{c} ({a} - {b}) {_fmt(pool[c])}" for c, (a, b) in CONTRASTS.items() if c in pool
+        f"{c} ({a} - {b}) {_fmt(pool[c])}" for c, (a, b) in contrasts().items() if c in pool
     )
     shares = ", ".join(
         f"{name} {s['max_cell_share']:.1%}" if math.isfinite(s["max_cell_share"]) else f"{name} ?"
@@ -169,7 +211,7 @@ def statement(
     )
 
 
-#: The prefix of an axis used as a measure (``correlate.modal.AXIS_PREFIX``).
+#: The prefix of an axis used as a measure in an adaptivity zoo (``axis:<name>``).
 AXIS_PREFIX = "axis:"
 
 
@@ -187,7 +229,7 @@ def zoo_of(folder: str, primary: Any, shares: Sequence[float]) -> Zoo:
     rows = {}
     for rec in primary[primary["folder"] == folder].to_dict("records"):
         c = rec.get("contrast")
-        if c in CONTRASTS:
+        if c in contrasts():
             rows[str(c)] = Row(
                 _num(rec.get("delta")),
                 _num(rec.get("low")),
