@@ -68,7 +68,7 @@ def _check(a: specbound.Analysis, directory, tol: float) -> None:
         )
     assert a.spectrum_adaptive_fixed(0.0) == a.log10_spectrum_adaptive_ceiling
     # the adaptive proxy never exceeds any fixed form on the grid (p* minimizes per matrix)
-    for name, q in FORMS.items():
+    for name in FORMS:
         assert a.bounds.spectrum_adaptive.log10 <= forms[name] + 1e-12
     summary = a.summary()
     for name in FORMS:
@@ -112,7 +112,7 @@ def test_scale_models_csv_and_track_carry_the_forms(tmp_path):
 
     d = write_tiny_bert(tmp_path / "m", layers=2, hidden=8, heads=2, ffn=16, scale=0.3)
     a = specbound.analyze(str(d), cache=False)
-    assert FORM_COLUMNS == list(FORMS) and list(TRACK_FORMS) == list(FORMS)
+    assert list(FORMS) == FORM_COLUMNS and list(FORMS) == list(TRACK_FORMS)
     cols = model_columns()
     assert cols.index("adaptive_headroom_min") < cols.index(FORM_COLUMNS[0])
     row = model_row(a)

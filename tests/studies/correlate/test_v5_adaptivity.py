@@ -76,7 +76,7 @@ def test_re_evaluation_keeps_the_family(pair):
 
 
 def test_study_states_one_answer_of_the_pair(pair, tmp_path):
-    root, [(ra, fa), (rb, fb)] = pair
+    _, [(ra, fa), (rb, fb)] = pair
     s = study([], [("digits-adaptive", [fa, fb], None)])
     [ans] = s.summary()["adaptivity"]
     assert ans["group"] == "digits-adaptive" and ans["answer"] in ANSWERS

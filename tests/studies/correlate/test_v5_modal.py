@@ -50,9 +50,7 @@ def write_zoo(d: Path, seeds: tuple[int, ...] = (0, 1), design: str | None = Non
                         scale=s * (0.9 if sub else 1.0), ffn_low_rank=2,
                     )  # fmt: skip
                 acc = 0.9 - 0.03 * ((k + seed) % 5)
-                rows.append(
-                    f"m{k},m{k}/init,{depth},8,{lr},200,{seed},1.0,{acc},0.005,0.4,true"
-                )
+                rows.append(f"m{k},m{k}/init,{depth},8,{lr},200,{seed},1.0,{acc},0.005,0.4,true")
     (d / "zoo.csv").write_text("\n".join(rows) + "\n")
     if design is not None:
         meta = {"task": "digits", "design": design, "axes": ["depth", "lr", "seed"]}
