@@ -50,9 +50,9 @@ from .measures.spectrum_adaptive import (
     ceiling_gap,
     headroom_min,
     kept_singular_values,
+    log10_fixed_index_bound,
     log10_rank_ceiling,
     log_contribution_curve,
-    log_fixed_index_bound,
     share_p0,
 )
 from .tables import (
@@ -249,30 +249,11 @@ class Analysis:
         spectrum (and of the farthest) would have to shrink (None when undefined)."""
         return headroom_sentence(self)
 
-    def spectrum_adaptive_fixed(self, q: float) -> float:
-        """log10 B_fixed(q) = log10(sum_A c(A, q) + sqrt(L)): the proxy with every matrix held at
-        the index q (SPEC 10 v5; q need not be a grid point, q = 0 is B_ceiling); NaN when a
-        spectrum is beyond float64."""
-        s, d = self.spectra, self.details
-        ln = log_fixed_index_bound(
-            [s.singular_values(i) for i in range(len(s))],
-            np.minimum(s.rows, s.cols),
-            d.log_scale,
-            self.spec.hidden_size,
-            self.spec.num_layers,
-            float(q),
-        )
-        return ln / math.log(10.0)
-
     def fixed_index_forms(self) -> dict[str, float]:
-        """{``spectrum_adaptive_fixed_p0.5``, ``_p1``, ``_p2``: log10 B_fixed(q)} (SPEC 10 v5):
-        what the proxy would be had every matrix been held at one index fixed before training,
-        next to ``spectrum_adaptive`` (p chosen per matrix after training)."""
-        if "_fixed_index_forms" not in self.__dict__:
-            self.__dict__["_fixed_index_forms"] = {
-                name: self.spectrum_adaptive_fixed(q) for name, q in FIXED_INDICES
-            }
-        return dict(self.__dict__["_fixed_index_forms"])
+        """{``spectrum_adaptive_fixed_p0.5``, ``_p1``, ``_p2``: log10 of sum_A c(A, q) + sqrt(L),
+        every matrix held at q (SPEC 10 v5; ``measures.spectrum_adaptive``, any q >= 0)."""
+        a = (self.spectra, self.details.log_scale, self.spec.hidden_size, self.spec.num_layers)
+        return {name: log10_fixed_index_bound(*a, q) for name, q in FIXED_INDICES}
 
     def contribution_curves(self) -> np.ndarray:
         """log c(A, p) over the p grid for every matrix, shape (matrices, grid) (SPEC 4); what

@@ -43,6 +43,7 @@ position's modal p*. Every function here is pure and works with natural logs.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -266,6 +267,15 @@ def log_fixed_index_bound(
     if np.any(np.isnan(log_c)):
         return math.nan
     return log_bound(log_c, num_layers)
+
+
+def log10_fixed_index_bound(
+    spectra: Any, log_scale: np.ndarray, hidden_size: int, num_layers: int, q: float
+) -> float:
+    """log10 B_fixed(q) of a model's ``Spectra`` (``log_fixed_index_bound`` over its rows)."""
+    svs = [spectra.singular_values(i) for i in range(len(spectra))]
+    k = np.minimum(spectra.rows, spectra.cols)
+    return log_fixed_index_bound(svs, k, log_scale, hidden_size, num_layers, float(q)) / LN10
 
 
 def modal_p_star(p_star: np.ndarray) -> np.ndarray:

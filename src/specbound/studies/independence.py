@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .correlate.manifest import read_zoo
 from .readback import read_zoo_json
 
 if TYPE_CHECKING:
@@ -151,8 +152,6 @@ def most_steps(
     zoo_dir = _zoo_dir(folder, meta)
     table = None
     if zoo_dir is not None and (zoo_dir / "zoo.csv").is_file():
-        from .correlate.manifest import read_zoo
-
         table = read_zoo(zoo_dir).table
     elif models is not None and int(meta.get("n_unconverged", 1) or 0) == 0:
         table = models

@@ -107,7 +107,7 @@ def test_registered_adds_for_a_block_and_clashes_are_refused() -> None:
 
 
 def test_primary_families_follow_spec_10() -> None:
-    assert PRIMARY_CHOICES == ("auto", "arch", "standard")
+    assert PRIMARY_CHOICES == ("auto", "arch", "standard", "adaptivity")
     arch = ZooFacts(n_sizes=1, cells_ok=2, has_cells=True)
     assert choose_family("auto", arch).name == "arch"
     assert choose_family("auto", arch).statistic(arch) == "tau_arch"
@@ -118,6 +118,17 @@ def test_primary_families_follow_spec_10() -> None:
     with pytest.raises(SpecboundError, match="primary arch needs depth and width"):
         choose_family("arch", flat)
     assert [c[0] for c in primary_contrasts("tau_arch")] == ["A1", "A2", "A3"]
+    # protocol v5: a zoo declaring design adaptivity gets D0, A1, A3 on tau_arch; the family is
+    # never implied by tau_arch alone (a folder records it)
+    adaptive = ZooFacts(n_sizes=1, cells_ok=2, has_cells=True, declared="adaptivity")
+    assert choose_family("auto", adaptive).name == "adaptivity"
+    assert choose_family("auto", adaptive).statistic(adaptive) == "tau_arch"
+    assert [c[0] for c in primary_contrasts("tau_arch", family="adaptivity")] == ["D0", "A1", "A3"]
+    assert primary_contrasts("tau_arch", family="adaptivity")[0] == (
+        "D0", "spectrum_adaptive", "spectrum_adaptive_modal"
+    )  # fmt: skip
+    with pytest.raises(SpecboundError, match="declares design: adaptivity"):
+        choose_family("adaptivity", arch)
     assert primary_contrasts("kendall_tau")[0] == ("P1", "spectrum_adaptive", "norm_based")
     assert primary_contrasts("", family="arch")[2] == (
         "A3", "spectrum_adaptive", "distance_from_init"
@@ -133,7 +144,7 @@ def test_a_new_family_is_one_entry() -> None:
     with registered(d0, fam):
         facts = ZooFacts(n_sizes=1, cells_ok=2, has_cells=True, declared="declared")
         assert choose_family("auto", facts).name == "declared"
-        assert REGISTRY.primary_choices() == ("auto", "arch", "standard", "declared")
+        assert REGISTRY.primary_choices() == ("auto", "arch", "standard", "adaptivity", "declared")
         assert primary_contrasts("tau_arch", family="declared") == (
             ("Z0", "spectrum_adaptive", "norm_based"),
         )

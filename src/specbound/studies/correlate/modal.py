@@ -35,22 +35,28 @@ from ...measures.spectrum_adaptive import (
     switching_counts,
 )
 from ...validation import Options
-from ..protocol.adaptivity import AXIS_PREFIX, INERT_SHARE
+from ..protocol.adaptivity import ADAPTIVITY, AXIS_PREFIX, INERT_SHARE
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "DESIGN",
+    "FORM_COLUMNS",
     "INERT_SHARE",
     "MODAL_FORM",
     "PSTAR_COLUMNS",
     "PSTAR_CSV",
     "Choices",
     "Modal",
+    "adaptivity_measures",
     "cell_label",
     "choices_of",
     "modal_forms",
+    "modal_stage",
+    "pooled_pstar",
     "switch_shares",
+    "v5_stage",
 ]
 
 #: The per-matrix table of a correlate folder.
@@ -254,6 +260,42 @@ def adaptivity_measures(
         if (v.groupby(key.to_numpy()).nunique() > 1).any():
             models[f"{AXIS_PREFIX}{a}"] = v.to_numpy(float)
             out.append(f"{AXIS_PREFIX}{a}")
+    return out
+
+
+def v5_stage(
+    models: pd.DataFrame,
+    choices: Sequence[Choices | None],
+    design: str | None,
+    axes: Sequence[str],
+    measures: Sequence[str],
+) -> tuple[Modal | None, list[str], list[str]]:
+    """Protocol v5 in correlate: the modal form and shares (:func:`modal_stage`), then for an
+    adaptivity zoo its added measures (:func:`adaptivity_measures`). Returns (the modal result,
+    the measures, the form columns that are no measure)."""
+    modal = modal_stage(models, choices)
+    measures = list(measures)
+    if design == ADAPTIVITY:
+        measures += adaptivity_measures(models, axes, measures)
+    forms = [c for c in FORM_COLUMNS if c in models.columns and c not in measures]
+    return modal, measures, forms
+
+
+def modal_stage(models: pd.DataFrame, choices: Sequence[Choices | None]) -> Modal | None:
+    """The modal form as a column of ``models`` (``MODAL_FORM``; row k's choices
+    ``choices[k]``, cells by its ``train_size`` when present) and the switching shares
+    (:func:`modal_forms`); None when no model has per-matrix choices."""
+    import pandas as pd
+
+    if not any(c is not None for c in choices):
+        return None
+    n = (
+        pd.to_numeric(models["train_size"], errors="coerce").to_numpy(float)
+        if "train_size" in models.columns
+        else np.full(len(models), np.nan)
+    )
+    out = modal_forms([str(x) for x in models["model"]], choices, n)
+    models[MODAL_FORM] = out.values
     return out
 
 

@@ -35,7 +35,6 @@ from ...validation import (
 )
 from ..gap import GAP, GAP_KINDS, default_kind, gap_values
 from ..protocol import verdicts as V
-from ..protocol.adaptivity import ADAPTIVITY
 from ..protocol.stats import row_ids
 from . import manifest as M
 from . import rules as RU
@@ -51,14 +50,7 @@ from .jobs import (
     plan,
     values_of,
 )
-from .modal import (
-    DESIGN,
-    MODAL_FORM,
-    Choices,
-    adaptivity_measures,
-    choices_of,
-    modal_forms,
-)
+from .modal import DESIGN, Choices, choices_of, v5_stage
 from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
@@ -211,10 +203,8 @@ def correlate(
     the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
     tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
     checked first (``@validate_params``: ``rules.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
-    ``gap.GAP``, ...). ``design``: ``adaptivity`` (SPEC 10 v5) or None for the zoo's own (the
-    ``design`` of its zoo.json): an adaptivity zoo's measures also hold the fixed-index and modal
-    forms and each numeric axis that varies inside a cell (``axis:<name>``, its value). Output
-    schema: :mod:`.result`.
+    ``gap.GAP``, ...). ``design``: ``adaptivity`` or None (zoo.json's ``design``): SPEC 10 v5,
+    :func:`.modal.adaptivity_measures`. Output schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
@@ -438,10 +428,7 @@ def _assemble(
         for c in table.columns
         if c not in front and c not in measures and c not in ("gap", "converged")
     ]
-    modal = _modal_stage(swept)
-    if prep.design == ADAPTIVITY:
-        measures = measures + adaptivity_measures(swept.models, z.axes, measures)
-    forms = [c for c in FORM_COLUMNS if c in swept.models.columns and c not in measures]
+    modal, measures, forms = v5_stage(swept.models, swept.choices, prep.design, z.axes, measures)
     models = swept.models[
         front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS) + forms
     ]
@@ -501,24 +488,6 @@ def _assemble(
         p_switch_share=None if modal is None else modal.shares,
         pstar=None if modal is None else modal.pstar,
     )
-
-
-def _modal_stage(swept: _Swept) -> Any:
-    """Protocol v5's modal form (a models column) and the switching shares over the models
-    analyzed (``modal.modal_forms``); None when no model has per-matrix choices."""
-    if not any(c is not None for c in swept.choices):
-        return None
-    import pandas as pd
-
-    m = swept.models
-    n = (
-        pd.to_numeric(m["train_size"], errors="coerce").to_numpy(float)
-        if "train_size" in m.columns
-        else np.full(len(m), np.nan)
-    )
-    out = modal_forms([str(x) for x in m["model"]], swept.choices, n)
-    m[MODAL_FORM] = out.values
-    return out
 
 
 def _none_usable(manifest: Any, names_of: Any, reasons: dict[int, str]) -> NoReturn:
