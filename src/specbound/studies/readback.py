@@ -58,7 +58,7 @@ from ..io.readback import (
     text_list,
 )
 from .protocol.families import primary_contrasts
-from .protocol.registry import Cell
+from .protocol.registry import REGISTRY, Cell
 from .protocol.tables import DIFFERENCE_CELLS, correlation_schema
 from .protocol.verdicts import PRIMARY, VERDICTS
 
@@ -114,6 +114,9 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
     design = json_field(meta, "design", (str, type(None)), p, required=False)
     if design is not None and design not in ZOO_DESIGNS:
         raise fail(p, None, None, f"'design' is {design!r}, not one of {', '.join(ZOO_DESIGNS)}")
+    family = json_field(meta, "primary_family", (str, type(None)), p, required=False)
+    if family is not None and family not in REGISTRY.families:
+        raise fail(p, None, None, f"'primary_family' is {family!r}, not a family of the protocol")
     text_list(meta, "missing_configurations", p, required=False)
     text_list(meta, "zoos", p, required=False)
     n: dict[str, int] = {
