@@ -242,3 +242,23 @@ def test_correlation_csv_holds_one_row_per_measure_of_correlate_json(tmp_path, c
     R.read_correlation_csv(d)  # alone, a table of fewer measures is well formed
     with pytest.raises(ReadbackError, match=r"its measures are not correlate\.json's"):
         R.read_correlation_csv(d, meta)
+
+
+def test_the_readers_stand_without_the_correlate_driver():
+    """studies.readback reads through the protocol registry (studies.protocol), not through
+    studies.correlate: reading a differences.csv and a correlation.csv back imports no
+    correlate module (no import loop)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, specbound.studies.readback as r; "
+        f"meta = r.read_correlate_json({str(FOLDER)!r}); "
+        f"r.read_differences_csv({str(FOLDER)!r}, meta); "
+        f"r.read_correlation_csv({str(FOLDER)!r}, meta); "
+        "print(sorted(m for m in sys.modules if m.startswith('specbound.studies.correlate')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
