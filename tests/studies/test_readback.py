@@ -266,3 +266,23 @@ def test_v5_fields_read_back_checked(tmp_path):
     _set_text(d / "pstar.csv", 2, "p_star", "2.5")
     with pytest.raises(ReadbackError, match="row 2, column 'p_star'"):
         R.read_pstar_csv(d)
+
+
+def test_the_readers_stand_without_the_correlate_driver():
+    """studies.readback reads through the protocol registry (studies.protocol), not through
+    studies.correlate: reading a differences.csv and a correlation.csv back imports no
+    correlate module (no import loop)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, specbound.studies.readback as r; "
+        f"meta = r.read_correlate_json({str(FOLDER)!r}); "
+        f"r.read_differences_csv({str(FOLDER)!r}, meta); "
+        f"r.read_correlation_csv({str(FOLDER)!r}, meta); "
+        "print(sorted(m for m in sys.modules if m.startswith('specbound.studies.correlate')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
