@@ -113,7 +113,8 @@ def test_growth_csv_against_hand_fit(study_out: Path) -> None:
 
     k = len(HTSR_FIT_COLUMNS)  # last: the HTSR means over ok fits and their counts (not fitted)
     assert list(m.columns[-k:]) == HTSR_FIT_COLUMNS
-    tail = [*diag, ceiling, "adaptive_headroom_min", "share_p0", "share_p2"]
+    forms = [f"spectrum_adaptive_fixed_p{q}" for q in ("0.5", "1", "2")]  # protocol v5
+    tail = [*diag, ceiling, "adaptive_headroom_min", *forms, "share_p0", "share_p2"]
     assert list(m.columns[-len(tail) - k : -k]) == tail
     want = {
         c

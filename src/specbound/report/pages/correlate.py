@@ -30,8 +30,7 @@ from ...errors import SpecboundError
 from ...io.readback import read_zoo_json
 from ...naming import display_names
 from ...studies import answer as answer_words
-from ...studies.correlate.rules import BASELINES
-from ...studies.correlate.table import better_word, verdict
+from ...studies.correlate.rules import BASELINES, better_word, verdict
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table
