@@ -17,6 +17,7 @@ import pytest
 
 from specbound.io.readback import ReadbackError
 from specbound.studies import readback as R
+from specbound.studies.protocol.registry import PROTOCOL
 from tests.support.cli_runner import run_cli
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "generalization" / "results"
@@ -127,7 +128,7 @@ def test_p_without_resamples_is_refused(tmp_path):
         R.read_differences_csv(d, R.read_correlate_json(d))
 
 
-@pytest.mark.parametrize("protocol", [99, 0, 5])
+@pytest.mark.parametrize("protocol", [99, 0, PROTOCOL + 1])
 def test_unknown_protocol_is_refused(tmp_path, protocol):
     d = _copy(tmp_path)
     text = (d / "correlate.json").read_text()

@@ -57,6 +57,7 @@ from .correlate.table import split_seeds
 from .independence import independence
 from .protocol import verdicts as V
 from .protocol.adaptivity import ADAPTIVITY, pair_answer
+from .protocol.registry import PROTOCOL
 from .protocol.tables import EXPLORATORY_COLUMNS, PRIMARY_COLUMNS
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class Study:
         return dict(
             json_safe(
                 {
-                    "protocol": 4,
+                    "protocol": PROTOCOL,
                     "folders": list(self.folders),
                     "n_primary": len(self.primary),
                     "n_family": len(fam),

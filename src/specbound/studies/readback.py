@@ -66,7 +66,7 @@ from ..io.readback import (
 )
 from .gap import gap_values
 from .protocol.families import primary_contrasts
-from .protocol.registry import REGISTRY, Cell
+from .protocol.registry import PROTOCOLS, REGISTRY, Cell
 from .protocol.tables import DIFFERENCE_CELLS, correlation_schema
 from .protocol.verdicts import PRIMARY, VERDICTS
 
@@ -97,9 +97,6 @@ METRIC_SCHEMA = (
     Column("wall_s", required=False, empty=True, low=0.0),
 )
 CLAIM_COLUMNS = ("claim", "folder", "measure", "versus", "statistic", "verdict")
-#: The protocols of SPEC 10 this version reads (correlate.json's ``protocol``; 4 is the one
-#: ``correlate`` and ``study`` write now).
-PROTOCOLS = (1, 2, 3, 4)
 #: Measures that count something: integers >= 1 wherever defined.
 COUNT_MEASURES = frozenset({"num_parameters"})
 #: How far models.csv's ``gap`` may lie from the gap of its metric columns (relative to

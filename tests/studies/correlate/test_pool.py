@@ -91,7 +91,7 @@ def test_cli_pools_folders_and_refuses_contradictions(tmp_path):
     models = pd.read_csv(out / "models.csv")
     assert set(models["zoo"]) == {"zoo-a", "zoo-b"}
     meta = json.loads((out / "correlate.json").read_text())
-    assert meta["zoos"] == ["zoo-a", "zoo-b"] and meta["protocol"] == 4
+    assert meta["zoos"] == ["zoo-a", "zoo-b"] and meta["protocol"] == 5
     d = pd.read_csv(out / "differences.csv")
     # fixed n, 4 cells of depth x width with 4 lr x weight_decay configurations each: a zoo
     # designed for tau_arch (protocol v4), so its primary contrasts are A1-A3 on tau_arch

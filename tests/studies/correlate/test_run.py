@@ -421,7 +421,7 @@ def check_tables_against_reference(out: Path, axes: list[str]) -> None:
         a, b = point.loc[r["measure"], r["statistic"]], point.loc[r["versus"], r["statistic"]]
         assert same(r["delta"], a - b)
     summary = json.loads((out / "correlate.json").read_text())
-    assert summary["protocol"] == 4 and summary["bootstrap_unit"] == "configuration"
+    assert summary["protocol"] == 5 and summary["bootstrap_unit"] == "configuration"
     assert {"n_at_ceiling", "r2_spectrum_adaptive", "statement"} <= set(summary["rank_ceiling"])
 
 

@@ -145,7 +145,7 @@ def test_tiny_zoo_on_the_command_line(tmp_path):
     r = run_cli("correlate", "--manifest", d / "zoo.csv", "--out", out, "--json", "--quiet")
     assert r.code == 0, r.err
     got = json.loads(r.out)
-    assert got["protocol"] == 4
+    assert got["protocol"] == 5
     assert [p["contrast"] for p in got["primary"]] == ["P1", "P2", "P3"]
     assert {x["verdict"] for x in got["differences"]} == {"insufficient evidence"}
     diffs = pd.read_csv(out / "differences.csv")

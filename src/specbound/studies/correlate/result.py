@@ -70,7 +70,7 @@ from ...io import output_dir
 from ...io.files import dumps_json
 from ..protocol import verdicts as V
 from ..protocol.families import primary_contrasts
-from ..protocol.registry import REGISTRY
+from ..protocol.registry import PROTOCOL, REGISTRY
 from ..protocol.statistics import KENDALL_TAU
 from ..protocol.stats import MIN_SIGN_PAIRS
 from ..protocol.tables import DIFFERENCE_COLUMNS
@@ -150,7 +150,7 @@ class Correlation:
     def summary(self) -> dict[str, Any]:
         """The content of correlate.json (module doc)."""
         out = {
-            "protocol": 4,
+            "protocol": PROTOCOL,
             "manifest": self.manifest,
             "task": self.task,
             "gap": self.gap,
@@ -200,7 +200,7 @@ class Correlation:
             "n_models": len(self.models),
             "gap": self.gap,
             "axes": list(self.axes),
-            "protocol": 4,
+            "protocol": PROTOCOL,
             "bootstrap": self.bootstrap,
             "primary_bootstrap": self.primary_bootstrap,
             "primary_statistic": self.primary_statistic,

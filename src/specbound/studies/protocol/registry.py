@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 #: brings all its seeds), resampling the configurations within each cell of depth x width x n
 #: (tau_arch), or not at all (no interval).
 Bootstrap = Literal["configurations", "cells", "none"]
+#: The protocol of SPEC 10 that ``correlate`` and ``study`` write (correlate.json's
+#: ``protocol``): v5 adds the adaptive choice itself (fixed and modal forms, switching share,
+#: D0, the pre-registered answer, independence made precise).
+PROTOCOL = 5
+#: Every protocol this version reads back (v1-v4 folders re-evaluate unchanged).
+PROTOCOLS: tuple[int, ...] = tuple(range(1, PROTOCOL + 1))
 BOOTSTRAPS: tuple[str, ...] = ("configurations", "cells", "none")
 #: The tables that carry statistics: correlation.csv (one column set per statistic),
 #: differences.csv, primary.csv and exploratory.csv (a compared statistic's name in their
