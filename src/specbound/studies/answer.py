@@ -2,7 +2,7 @@
 terminal say, decided here so that ``report/`` only renders.
 
 Every word here is read off a table specbound wrote: the ``verdict`` column of primary.csv /
-differences.csv (the words of ``studies.correlate.verdicts.VERDICTS``) and the interval columns
+differences.csv (the words of ``studies.protocol.verdicts.VERDICTS``) and the interval columns
 of correlation.csv. Nothing is recomputed and no threshold other than the sign of an interval
 end is applied:
 
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.readback import Column, read_table
 from . import readback as R
-from .correlate.verdicts import BETTER, VERDICTS, WORSE
+from .protocol.verdicts import BETTER, VERDICTS, WORSE
 
 if TYPE_CHECKING:
     import pandas as pd

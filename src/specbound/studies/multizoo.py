@@ -9,7 +9,7 @@ a study (standard, fixed-n, replicate and pooled zoos of each task) and returns 
   the Holm family is the primary rows of the *independent* folders only (``independence`` =
   ``family``), with ``p_holm`` recomputed by Holm's step-down adjustment over all of them, the
   Monte Carlo error of that figure (``verdicts.holm_mc_errors``) and the verdict of
-  :func:`~specbound.studies.correlate.verdicts.verdict`, recomputed under each bootstrap seed the
+  :func:`~specbound.studies.protocol.verdicts.verdict`, recomputed under each bootstrap seed the
   folder recorded (``p_seeds``, ``low_seeds``, ``high_seeds`` of differences.csv):
   ``verdict_stable`` yes when every seed gives the same word, else the verdict is "borderline"
   (empty when a folder recorded one seed only). A folder's "insufficient evidence" and "not

@@ -19,7 +19,7 @@ from .style import WIDTH, Figure, require_matplotlib, save, styled
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The colour and marker of each verdict word (studies.correlate.verdicts.VERDICTS): the
+#: The colour and marker of each verdict word (studies.protocol.verdicts.VERDICTS): the
 #: Okabe-Ito palette (told apart under the common colour-vision deficiencies) and a shape per
 #: verdict, so no verdict is told by colour alone; others grey dots.
 VERDICT_STYLE = {
