@@ -524,8 +524,16 @@ def test_analyze_summary_opens_with_the_bounds(tiny: Path) -> None:
 def test_glossary_explains_every_column_the_summary_names() -> None:
     r = run_cli("analyze", "--help", env={"COLUMNS": "120"})
     assert r.code == 0, r.err
-    for term in ("p*", "depth_factor", "headroom", "gamma x L", "QK, OV", "M_in, M_out",
-                 "ceiling gap", "contribution"):
+    for term in (
+        "p*",
+        "depth_factor",
+        "headroom",
+        "gamma x L",
+        "QK, OV",
+        "M_in, M_out",
+        "ceiling gap",
+        "contribution",
+    ):
         assert term in r.out, term
 
 

@@ -21,11 +21,10 @@ RUN_NOW = (
 
 
 def _run(*args: str | Path, after_now: bool = True) -> subprocess.CompletedProcess:
-    code = RUN_NOW if after_now else "import sys; from specbound.cli import main; main(sys.argv[1:])"
+    plain = "import sys; from specbound.cli import main; main(sys.argv[1:])"
     return subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,  # not a terminal: no progress bar, lines instead
+        [sys.executable, "-c", RUN_NOW if after_now else plain, *map(str, args)],
+        capture_output=True,  # stderr is a pipe, not a terminal: no bar, lines instead
         text=True,
         timeout=300,
     )

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from .app import Command, app, fail, given_on_command_line, handle_errors
 from ..naming import short_path
+from .app import Command, app, fail, given_on_command_line, handle_errors
 from .common import StageLines, make_engine, print_json, progress_bar, resolve_model
 from .options import (
     DEFAULT_ENGINE,

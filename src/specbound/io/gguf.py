@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
+from ..extras import install_hint
 from .files import check_regular_file, file_stamp
 from .sources import check_finite
 
-INSTALL = "pip install 'specbound[gguf]'"
+INSTALL = install_hint("gguf")
 
 #: llama.cpp tensor stem -> Hugging Face module name, per adapter layout.
 _LLAMA = {
@@ -76,7 +77,7 @@ def _import_gguf(path: Path) -> Any:
         import gguf
     except ImportError:
         raise CheckpointError(
-            f"{path} is a GGUF file; reading it needs the gguf package ({INSTALL})"
+            f"{path} is a GGUF file; reading it needs the gguf package: {INSTALL}"
         ) from None
     return gguf
 

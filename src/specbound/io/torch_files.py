@@ -21,8 +21,8 @@ class TorchBinFile(DictSource):
         self.path = Path(path)
         check_regular_file(self.path, "PyTorch checkpoint")
         torch = extras.torch(
-            f"{self.path} is a PyTorch pickle; install the torch extra "
-            "(pip install 'specbound[torch]') or convert it to safetensors",
+            f"{self.path} is a PyTorch pickle; convert it to safetensors, or install the torch "
+            f"extra: {extras.install_hint('torch')}",
             CheckpointError,
         )
         import pickle

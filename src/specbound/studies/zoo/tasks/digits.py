@@ -63,7 +63,7 @@ class Digits(Task):
             from sklearn.datasets import load_digits
         except ImportError as exc:
             raise SpecboundError(
-                "the digits task needs scikit-learn; pip install 'specbound[zoo]'"
+                f"the digits task needs scikit-learn; {extras.install_hint('zoo')}"
             ) from exc
         d = load_digits()
         x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 8.0 - 1.0
