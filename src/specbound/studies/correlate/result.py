@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...io import output_dir
-from ...io.files import dumps_json
+from ...io.files import dumps_json, write_csv
 from . import table as T
 from . import verdicts as V
 
@@ -210,7 +210,7 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
         "skipped.csv": result.skipped,
     }
     for name, frame in frames.items():
-        frame.to_csv(d / name, index=False, float_format="%.17g")
+        write_csv(frame, d / name)
         out.append(d / name)
     (d / "correlate.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
     out.append(d / "correlate.json")

@@ -28,7 +28,13 @@ from typing import Any
 
 from ..._version import __version__
 from ...errors import Param, SpecboundError
-from ...io.files import atomic_write_text, dumps_json, output_file_kind, refuse_overlap
+from ...io.files import (
+    atomic_write_text,
+    csv_text,
+    dumps_json,
+    output_file_kind,
+    refuse_overlap,
+)
 from ...io.outdir import sweep_stale
 from ...io.readback import read_zoo_json
 from .plan import ZooPlan, model_name
@@ -326,7 +332,7 @@ def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any
     ]
     cols = [*CSV_COLUMNS, *[a for a in axes if a != "train_size"]]
     df = pd.DataFrame(rows, columns=cols)
-    text = df.to_csv(index=False)
+    text = csv_text(df)
     if (out / "zoo.csv").is_file() and (out / "zoo.csv").read_text() == text:
         return df
     _sha_update(out, "zoo.csv", text)
