@@ -95,16 +95,37 @@ def test_every_readme_command_is_run_or_says_why_not() -> None:
     assert [c for c in cmds if c in RUN] == RUN  # run in the README's order
 
 
+def write_tinynet(path: Path) -> None:
+    """The README's tinynet: its config.json, a fused qkv and gate_up, ``down`` stored (in, out)."""
+    import json
+
+    import numpy as np
+
+    from tests.support.safetensors_np import save_file
+
+    cfg = {"model_type": "tinynet", "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128}
+    cfg["act"] = "silu"
+    rng = np.random.default_rng(0)
+    n, f = 64, 128
+    t = {"embed.weight": rng.standard_normal((10, n))}
+    for l in range(2):
+        t[f"blocks.{l}.attn.qkv.weight"] = rng.standard_normal((3 * n, n))
+        t[f"blocks.{l}.attn.proj.weight"] = rng.standard_normal((n, n))
+        t[f"blocks.{l}.mlp.gate_up.weight"] = rng.standard_normal((2 * f, n))
+        t[f"blocks.{l}.mlp.down"] = rng.standard_normal((f, n))
+    path.mkdir(parents=True)
+    save_file({k: v.astype(np.float32) for k, v in t.items()}, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A working folder holding what the README's commands name."""
-    from tests.adapters.test_mapping import tinynet
-
     w = tmp_path_factory.mktemp("readme")
     write_tiny_bert(w / "path" / "to" / "checkpoint")
     write_tiny_bert(w / "ckpt", seed=0)
     write_tiny_bert(w / "ckpt-at-step-0", seed=1)
-    tinynet(w / "path" / "to")  # the README's tinynet: path/to/tinynet
+    write_tinynet(w / "path" / "to" / "tinynet")
     section = README.split("## Architectures and mapping files", 1)[1]
     yaml_block = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert yaml_block is not None
