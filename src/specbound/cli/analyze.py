@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 import typer
 
+from ..naming import short_path
 from .app import Command, app, fail, given_on_command_line, handle_errors
-from .common import make_engine, print_json, progress_bar, resolve_model
+from .common import StageLines, make_engine, print_json, progress_bar, resolve_model
 from .options import (
     DEFAULT_ENGINE,
     Device,
@@ -30,15 +31,28 @@ from .options import (
 #: The columns of the terminal tables, explained in ``analyze --help`` (SPEC names).
 GLOSSARY = """\b
 Columns of the tables:
+  QK, OV        per layer l and head h, the N x N products W_Q^h W_K^h^T and W_V^h W_O^h
+  M_in, M_out   per layer, the MLP's input (gate and up stacked) and output weights
   p*            the first grid point p that minimises a matrix's contribution c(A, p)
-                (p* = 0: charged by rank only; p* = 2: by its Frobenius norm and scale)
+                (p* = 0: charged by rank only, sqrt(rank x N); p* = 2: by its Frobenius
+                norm and scale)
   grid m        p runs over {0, 1/m, ..., 2} (default m = ceil(L + ln max(N, 2)))
   L_phi         the activation's Lipschitz constant
-  depth_factor  alpha(l), the depth factor of layer l (log10 in the tables)
-  xi            xi(l), the norm-based bound's term of layer l (log10_xi in layers.csv)
+  depth_factor  alpha(l): a product over the layers after l of their spectral-norm factors
+                (log10 in the tables; 1, i.e. log10 = 0, in the last layer)
+  gamma x L     gamma: a matrix's within-block factor (products of the spectral norms of the
+                matrices after it in its block); its scale is s = gamma x depth_factor x L
+  contribution  c(A, p*), a matrix's term of the spectrum-adaptive proxy (summed per layer
+                and type in the per-layer table)
+  headroom      adaptive headroom: log10 of the scale minus log10 of the largest scale at
+                which some p > 0 beats p = 0, in decades; > 0 means p* = 0 and the scale would
+                have to shrink that many decades before the matrix used its trained spectrum
   ceiling       the value when every matrix picks p* = 0: sum of sqrt(rank x N) plus sqrt(L),
-                the same for any full-rank checkpoint of that shape
+                the same for any full-rank checkpoint of that shape; ceiling gap: log10 of
+                the ceiling minus log10 of the proxy (0: the proxy is the ceiling)
+  xi            xi(l), the norm-based bound's term of layer l (log10_xi in layers.csv)
 Both bounds are proxies: leading factors with constants dropped, not bounds on the test error.
+The formulas: docs/spec.md, sections 2 to 5 and 10.
 """
 
 
@@ -108,9 +122,13 @@ def analyze(
         from ..report.figures.style import require_matplotlib
 
         require_matplotlib()
-    bar, update = progress_bar(quiet)
+    stages = StageLines(quiet)  # a line per stage on stderr, with or without a terminal
+    stages.say(f"reading {short_path(model, 70)}")
+    bar, update = progress_bar(quiet, "spectra")
     if bar is not None:
         bar.start()
+    else:
+        update = None if quiet else stages.counter("spectra", "blocks")
     try:
         result = analyze_on_engine(
             eng,
@@ -129,7 +147,10 @@ def analyze(
     finally:
         if bar is not None:
             bar.stop()
+    if result.from_cache:
+        stages.say("spectra: from the cache")
     if out is not None:
+        stages.say(f"writing {short_path(out, 70)}")
         extra = None
         if report:
             from ..report.pages.analysis import write_analysis_report

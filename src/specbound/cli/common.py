@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,69 @@ def progress_bar(
         bar.update(task, completed=done, total=total, visible=True)
 
     return bar, update
+
+
+#: Seconds of work before the first progress line: a command that ends (or fails) sooner
+#: prints nothing on stderr but its own lines (one ``error:`` line for bad input).
+PROGRESS_AFTER_S = 5.0
+#: Seconds between two lines of one counted stage.
+PROGRESS_EVERY_S = 10.0
+
+
+class StageLines:
+    """Progress as one line per stage on stderr (``reading X``, ``spectra: 3/6 blocks (12 s)``,
+    ``writing OUT``), with or without a terminal: a pipe or a log file sees that long work goes
+    on. Nothing when ``quiet``, and nothing before ``after`` seconds (default
+    :data:`PROGRESS_AFTER_S`): a stage announced sooner is held, and printed before the first
+    line that is due. A counted stage (:meth:`counter`) then prints at most one line every
+    ``every`` seconds, and always its last step."""
+
+    def __init__(
+        self,
+        quiet: bool,
+        after: float | None = None,
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.quiet = quiet
+        self.after = PROGRESS_AFTER_S if after is None else after
+        self.every = PROGRESS_EVERY_S if every is None else every
+        self.clock = clock
+        self.start = clock()
+        self.held: list[str] = []
+        self.shown = False
+
+    def _due(self, now: float) -> bool:
+        return not self.quiet and now - self.start >= self.after
+
+    def _write(self, lines: list[str]) -> None:
+        sys.stderr.write("".join(printable(t) + "\n" for t in lines))
+        sys.stderr.flush()
+        self.shown = True
+
+    def say(self, text: str) -> None:
+        """A stage begins: its line now when due, else held for the first due line."""
+        if self._due(self.clock()):
+            self._write([*self.held, text])
+            self.held = []
+        elif not self.quiet:
+            self.held.append(text)
+
+    def counter(self, what: str, unit: str) -> Callable[[int, int], None]:
+        """``update(done, total)`` printing ``what: done/total unit (elapsed s)``, throttled."""
+        last: list[float | None] = [None]
+
+        def update(done: int, total: int) -> None:
+            now = self.clock()
+            if not self._due(now):
+                return
+            if done < total and last[0] is not None and now - last[0] < self.every:
+                return
+            last[0] = now
+            self._write([*self.held, f"{what}: {done}/{total} {unit} ({now - self.start:.0f} s)"])
+            self.held = []
+
+        return update
 
 
 def print_json(value: Any) -> None:

@@ -98,7 +98,7 @@ def layers_command(
     """Per-tensor AlphaPruning sparsities or TempBalance learning-rate factors from the HTSR
     power-law fits, keyed by the checkpoint's tensor names. Failed fits (htsr_fit short_tail or
     poor) are not mapped: they get the target sparsity or the factor 1."""
-    from ..io.files import atomic_file
+    from ..io.files import atomic_file, write_csv
     from ..layerwise import (
         ALPHAPRUNING_COLUMNS,
         TEMPBALANCE_COLUMNS,
@@ -133,7 +133,7 @@ def layers_command(
     if out is not None:
         try:
             with atomic_file(out, "w") as fh:
-                df.to_csv(fh, index=False, float_format="%.17g", lineterminator="\n")
+                write_csv(df, fh)
         except OSError as exc:
             fail(f"cannot write --out {out}: {exc.strerror or exc}")
     value = "sparsity" if method == "alphapruning" else "lr_factor"

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import Command, handle_errors, zoo_app
+from .. import extras
+from .app import Command, fail, handle_errors, zoo_app
 from .common import make_engine, print_json
 from .options import DEFAULT_ENGINE, Engine, Json, RayAddress, out_option
 
@@ -72,6 +73,12 @@ def zoo_train(
     from ..studies.zoo import train_zoo
 
     eng = make_engine(engine, ray_address)  # bad engine options fail before any training
+    missing = [m for m in ("torch", "transformers") if not extras.available(m)]
+    if missing:  # the zoo extra installs them (and scikit-learn), not the torch extra alone
+        fail(
+            f"zoo train needs {' and '.join(missing)}; install the zoo extra: "
+            f"{extras.install_hint('zoo')}"
+        )
 
     def note(i: int, n: int, name: str, m: dict[str, Any] | None) -> None:
         if quiet:

@@ -6,7 +6,7 @@
     eng = resolve(engine, options)  # a study's ``engine=`` argument: a name or an Engine
 
 ``local`` (the default) runs in this process and imports nothing beyond specbound's own
-dependencies; ``ray`` needs the ``ray`` extra (``pip install 'specbound[ray]'``) and imports
+dependencies; ``ray`` needs the ``ray`` extra (``pip install '.[ray]'`` from a clone) and imports
 Ray only when it first connects. Model sweeps with resume: :mod:`specbound.analysis.sweep`.
 """
 

@@ -234,7 +234,7 @@ def load_checkpoint(
                 if "/" in text:
                     raise
                 # a bare name may be a mistyped local path as well: say it is neither
-                raise CheckpointError(f"{text} is no local path, and {exc}") from None
+                raise CheckpointError(f"{text} is not a local path, and {exc}") from None
             ckpt = load_directory(local, name=name or text)
         if config is not None:
             ckpt.config = {**ckpt.config, **_config_of(config)}

@@ -7,7 +7,9 @@ refused; one-line errors naming the file); YAML text: :mod:`.yamlfiles`.
 
 Writers: :func:`json_safe` / :func:`dumps_json` / :func:`write_json`
 never emit ``NaN`` or ``Infinity`` (invalid JSON): a non-finite float is written ``null``; where
-a value may lie beyond float64 the caller keeps its log10 beside it (SPEC 6).
+a value may lie beyond float64 the caller keeps its log10 beside it (SPEC 6). Every CSV is
+written by :func:`write_csv` / :func:`csv_text`: floats in the shortest form that reads back to
+the same float64 (``0.8``, not ``0.80000000000000004``).
 :func:`atomic_file` and :func:`atomic_write_text` write a temp file beside the target and rename
 it over the target.
 """
@@ -266,6 +268,37 @@ def canonical_json(obj: Any) -> bytes:
 def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 1) -> None:
     """Write ``dumps_json(obj)`` plus a newline to ``path`` atomically (see atomic_file)."""
     atomic_write_text(path, dumps_json(obj, indent=indent) + "\n")
+
+
+def csv_text(frame: Any) -> str:
+    """``frame`` (a pandas DataFrame) as the text of every CSV specbound writes: no index,
+    ``\\n`` line ends, each float in the shortest form that reads back to the same float64
+    (Python's ``repr``, pandas' default: ``0.8``, ``1e-05``, ``-0.0``), NaN empty. A float32 or
+    float16 column is widened to float64 first, so its text reads back to its exact value
+    (``0.800000011920929``, not the float32's own shortest ``0.8``)."""
+    import numpy as np
+
+    narrow = [
+        i
+        for i, dt in enumerate(frame.dtypes)
+        if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize < 8
+    ]
+    if narrow:
+        frame = frame.copy()
+        for i in narrow:
+            frame.isetitem(i, frame.iloc[:, i].astype(np.float64))
+    return str(frame.to_csv(index=False, lineterminator="\n"))
+
+
+def write_csv(frame: Any, path: str | os.PathLike[str] | IO[str]) -> None:
+    """Write :func:`csv_text` of ``frame`` to ``path`` (a file name, UTF-8, or an open text
+    file). Callers that need atomicity write into their temp folder or an :func:`atomic_file`."""
+    text = csv_text(frame)
+    if isinstance(path, (str, os.PathLike)):
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    else:
+        path.write(text)
 
 
 # --- owner-marked temps, the umask, atomic single files ----------------------------------------

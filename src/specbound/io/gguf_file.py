@@ -32,10 +32,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import CheckpointError
+from ..extras import install_hint
 from .files import check_regular_file, file_stamp
 from .sources import check_finite
 
-INSTALL = "pip install 'specbound[gguf]'"
+INSTALL = install_hint("gguf")
 
 #: GGUF versions read (1, the August 2023 draft, has 32-bit counts; llama.cpp dropped it too).
 VERSIONS = (2, 3)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CheckpointError, Param
+from ..extras import install_hint
 
 #: Weight layouts in order of preference: (files that identify it, allow_patterns to fetch).
 WEIGHT_PATTERNS = (
@@ -100,8 +101,8 @@ def resolve_hub_id(repo_id: str, revision: str | None = None) -> Path:
         import huggingface_hub as hf
     except ImportError:
         raise CheckpointError(
-            f"'{repo_id}' is not a local path and huggingface_hub is not installed; install "
-            "the hub extra (pip install 'specbound[hub]') or pass a local directory"
+            f"huggingface_hub is not installed, so '{repo_id}' cannot be read as a hub id; pass "
+            f"a local directory, or install the hub extra: {install_hint('hub')}"
         ) from None
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -215,7 +216,7 @@ def known_revisions(repo_id: str) -> set[str]:
     except ImportError:
         raise CheckpointError(
             Param("revisions"),
-            " needs huggingface_hub; install the hub extra (pip install 'specbound[hub]')",
+            f" needs huggingface_hub; install the hub extra: {install_hint('hub')}",
         ) from None
     found = cached_revisions(repo_id)
     if not config.hf_hub_offline():

@@ -27,8 +27,8 @@ CHUNK_ENTRIES = 32 * 1024 * 1024
 
 def _import_torch() -> Any:
     return extras.torch(
-        "the torch backend (device='cpu' or 'cuda') needs PyTorch; install it with "
-        "pip install 'specbound[torch]', or use the default numpy backend (device='numpy')"
+        "the torch backend (device='cpu' or 'cuda') needs PyTorch (or use the default numpy "
+        f"backend, device='numpy'); install it with {extras.install_hint('torch')}"
     )
 
 

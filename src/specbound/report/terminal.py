@@ -1,11 +1,13 @@
 """Every rich table specbound prints on a terminal: the analysis summary, the study summary and
 the correlation table of ``correlate``.
 
-Rules: the answer comes first, in plain words, with its caveats (``answer_lines``); table titles
-are their own short line (never wrapped into a narrow table); long paths are shortened; names
-(models, measures) wrap only at their separators (``/``, ``_``, ``-``), never mid-word; at 80
-columns every table keeps its key columns with their values (the correlation table stacks each
-interval under its value); the closing ``wrote ...`` line lists every file written.
+Rules: the answer comes first: the numbers, then what they mean in plain words with their caveats
+and where the columns are explained (``print_bounds``), then the details; table titles are their
+own short line (never wrapped into a narrow table); long paths are shortened; names (models,
+measures) wrap only at their separators (``/``, ``_``, ``-``), never mid-word; at 80 columns
+every table keeps its key columns with their values (the correlation table stacks each interval
+under its value); every column is labelled with its own unit (no label spans columns it does not
+fit); the closing ``wrote ...`` line lists every file written.
 """
 
 from __future__ import annotations
@@ -103,9 +105,32 @@ def ceiling_sentence(a: Analysis) -> str:
     )
 
 
-def answer_lines(a: Analysis) -> list[str]:
-    """The opening of the analysis summary: what the number is, then what it is not."""
-    return [ceiling_sentence(a), PROXY_CAVEAT]
+def meaning_line(a: Analysis) -> str:
+    """What the bounds mean for this model, in one line printed right under them: SPEC 10's
+    rank-ceiling diagnosis (how many matrices picked p* = 0, and the ceiling gap: log10 of the
+    rank ceiling minus log10 of the spectrum-adaptive proxy, in decades; 0 means the proxy is
+    the ceiling) and SPEC 4's smallest adaptive headroom (> 0: even the matrix closest to using
+    its spectrum picks p* = 0)."""
+    p = np.asarray(a.details.p_star)
+    n = int(p.size)
+    k = int(np.sum(p == 0))
+    gap = getattr(a, "spectrum_adaptive_ceiling_gap", None)
+    finite_gap = gap is not None and math.isfinite(gap)
+    share = f" ({k / n:.0%})" if n else ""
+    text = f"meaning: {k} of {n} matrices{share} at p* = 0, ceiling gap "
+    text += f"{gap:.3g} decades" if finite_gap else "undefined"
+    if n and k == n:
+        text += ": spectrum_adaptive is its rank ceiling, blind to the trained spectra"
+    elif finite_gap:
+        text += ": spectrum_adaptive sees the trained singular values"
+    h = getattr(a, "adaptive_headroom_min", None)
+    if h is not None and math.isfinite(h):
+        text += f"; min adaptive headroom {h:.3g} decades"
+    return text
+
+
+#: Where the columns of the tables are explained (``analyze --help`` prints the glossary).
+GLOSSARY_POINTER = "glossary (p*, depth_factor, headroom, gamma x L, OV): specbound analyze --help"
 
 
 def shown(text: Any) -> str:
@@ -252,31 +277,51 @@ def print_headroom(console: Any, a: Analysis, layer_cols: dict[str, np.ndarray])
     console.print(shown(sentence), highlight=False)
 
 
+def print_bounds(console: Any, a: Analysis) -> None:
+    """The two proxies (value and log10 of the value), then the line on what they mean
+    (:func:`meaning_line`), the caveat and where the columns are explained."""
+    from rich.table import Table
+
+    b = a.bounds
+    _title(console, "bounds")
+    bt = Table(show_edge=False)
+    for c in ["proxy", "value", "log10(value)"]:
+        bt.add_column(c, justify="right", no_wrap=True)
+    bt.add_row(
+        "spectrum_adaptive", _fmt_bound(b.spectrum_adaptive), spec(b.spectrum_adaptive.log10, ".4f")
+    )
+    bt.add_row("norm_based", _fmt_bound(b.norm_based), spec(b.norm_based.log10, ".4f"))
+    console.print(bt)
+    console.print(f"[bold]{shown(meaning_line(a))}[/bold]", highlight=False)
+    console.print(f"[dim]{shown(PROXY_CAVEAT)}[/dim]", highlight=False)
+    console.print(f"[dim]{shown(GLOSSARY_POINTER)}[/dim]", highlight=False)
+
+
 def print_summary(
     a: Analysis, out: Path | None = None, report: bool = False, width: int | None = None
 ) -> None:
-    """The terminal summary of ``analyze``: the answer first (``answer_lines``), then the
-    per-layer table, the p* counts, the largest contributions, the bounds and the measures."""
+    """The terminal summary of ``analyze``: the model line, the bounds with the line on what
+    they mean (:func:`print_bounds`), then the details: the per-layer table, the p* counts, the
+    headroom, the largest contributions and the measures."""
     from rich import box
     from rich.table import Table
 
     console = _console(width)
     s = a.spec
-    first, caveat = answer_lines(a)
-    console.print(f"[bold]{shown(first)}[/bold]", highlight=False)
-    console.print(f"[dim]{shown(caveat)}[/dim]", highlight=False)
     console.print(
         f"[bold]{shown(short_path(a.model, 40))}[/bold]  {s.architecture}  L={s.num_layers} "
         f"N={s.hidden_size} H={s.num_heads} d_h={s.head_dim} F={s.intermediate_size}  "
         f"grid m={a.grid_m} L_phi={a.l_phi:g}" + ("  (spectra from cache)" if a.from_cache else ""),
         highlight=False,
     )
+    print_bounds(console, a)
     cols = a.layer_columns()
     mats = a.matrix_columns()
     depth = cols["log10_depth_factor"] if "log10_depth_factor" in cols else cols["log10_alpha"]
-    _title(console, "per layer")
+    _title(console, "per layer: depth factor, contributions by matrix type, p* counts")
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
-    for c in ["layer", "log10\ndepth_factor", *MATRIX_TYPES, "total", "p*=0", "p*=2"]:
+    headers = ["layer", "depth_factor\n(log10)", *MATRIX_TYPES, "total", "p*=0\n(n)", "p*=2\n(n)"]
+    for c in headers:
         t.add_column(c, justify="right", no_wrap=True)
     for l in range(s.num_layers):
         t.add_row(
@@ -324,16 +369,6 @@ def print_summary(
         )
     console.print(tt)
 
-    b = a.bounds
-    _title(console, "bounds")
-    bt = Table(show_edge=False)
-    for c in ["proxy", "value", "log10"]:
-        bt.add_column(c, justify="right", no_wrap=True)
-    bt.add_row(
-        "spectrum_adaptive", _fmt_bound(b.spectrum_adaptive), spec(b.spectrum_adaptive.log10, ".4f")
-    )
-    bt.add_row("norm_based", _fmt_bound(b.norm_based), spec(b.norm_based.log10, ".4f"))
-    console.print(bt)
     print_measures(console, a)
     print_htsr_fits(console, a)
     for note in a.adaptations:

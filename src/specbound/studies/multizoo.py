@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Param, SpecboundError, SpecboundTypeError
 from ..io import output_dir
-from ..io.files import dumps_json, json_safe
+from ..io.files import dumps_json, json_safe, write_csv
 from ..io.readback import present
 from ..validation import PathLike, Paths, Satisfies, Text, validate_params
 from . import readback as R
@@ -125,8 +125,8 @@ class Study:
         (the CLI does this)."""
         with output_dir(path, inputs=self.folders) as tmp:
             tmp = Path(tmp)
-            self.primary.to_csv(tmp / "primary.csv", index=False, float_format="%.17g")
-            self.exploratory.to_csv(tmp / "exploratory.csv", index=False, float_format="%.17g")
+            write_csv(self.primary, tmp / "primary.csv")
+            write_csv(self.exploratory, tmp / "exploratory.csv")
             (tmp / "study.json").write_text(dumps_json(self._study_json(), indent=2) + "\n")
             if extra is not None:
                 extra(tmp)

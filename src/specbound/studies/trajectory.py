@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import SpecboundError
 from ..io import output_dir
-from ..io.files import json_safe
+from ..io.files import json_safe, write_csv
 from ..io.outdir import local_inputs
 from ..track import (
     ANALYSIS_COLUMNS,
@@ -164,7 +164,7 @@ class Trajectory:
         that is or contains one of ``inputs``."""
         with output_dir(path, inputs=self.inputs) as tmp:
             tmp = Path(tmp)
-            self.rows.to_csv(tmp / TRACK_CSV, index=False, float_format="%.17g")
+            write_csv(self.rows, tmp / TRACK_CSV)
             if extra is not None:
                 extra(tmp)
         return Path(path)

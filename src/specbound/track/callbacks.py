@@ -105,7 +105,7 @@ def _lightning(package: str | None = None) -> Any:
         except ImportError:
             continue
     raise SpecboundError(
-        "SpecboundLightningCallback needs lightning: pip install 'specbound[lightning]'"
+        f"SpecboundLightningCallback needs lightning: {extras.install_hint('lightning')}"
     )
 
 

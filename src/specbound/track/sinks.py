@@ -23,8 +23,8 @@ class TensorBoardSink:
             )
         SummaryWriter = extras.load(  # torch's class
             "torch.utils.tensorboard",
-            "the TensorBoard sink needs torch and tensorboard; install them with "
-            "pip install 'specbound[torch,tensorboard]', or pass tensorboard=False",
+            "the TensorBoard sink needs torch and tensorboard (or pass tensorboard=False); "
+            f"install them with {extras.install_hint('torch,tensorboard')}",
         ).SummaryWriter
 
         try:
@@ -93,7 +93,7 @@ def make_sinks(
             if tensorboard:
                 raise SpecboundError(
                     "tensorboard=True needs the tensorboard package: "
-                    "pip install 'specbound[tensorboard]'"
+                    f"{extras.install_hint('tensorboard')}"
                 ) from None
     run = active_wandb_run() if wandb is not False else None
     if run is not None:

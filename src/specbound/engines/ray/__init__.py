@@ -1,6 +1,6 @@
 """The Ray engine: jobs as Ray tasks on a cluster (or a local Ray runtime).
 
-Needs the ``ray`` extra (``pip install 'specbound[ray]'``); Ray itself is imported only when
+Needs the ``ray`` extra (``pip install '.[ray]'`` from a clone); Ray itself is imported only when
 the engine first connects (``runtime.connect``), never by the local path.
 
 Every node needs specbound installed and the checkpoints readable under the same path (a shared
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ... import extras
 from ...errors import Param
 from ...validation import check_int
 from ..base import EngineOptionError, JobError, Progress, Resources
@@ -100,6 +101,8 @@ class RayEngine:
 
     def __init__(self, options: RayOptions | None = None) -> None:
         self.options = options if options is not None else RayOptions()
+        if not extras.available("ray"):  # the same line before any work, cached spectra or not
+            require_ray()
         if self.options.address is not None:
             probe(self.options.address)
 

@@ -28,8 +28,8 @@ from ..base import JobError, call_job
 def require_ray() -> Any:
     """The ``ray`` module, or a one-line SpecboundError saying how to install it."""
     return extras.ray(
-        "the ray engine needs Ray; install it with pip install 'specbound[ray]' or use "
-        "the local engine"
+        "the ray engine needs Ray (or use the local engine); install it with "
+        f"{extras.install_hint('ray')}"
     )
 
 
@@ -127,9 +127,9 @@ def shutdown() -> None:
     that the teardown does not run in ``atexit``, where a signal prints a traceback."""
     import sys
 
-    if "ray" not in sys.modules:
+    ray = sys.modules.get("ray")
+    if ray is None:  # never imported (or hidden: None)
         return
-    ray = sys.modules["ray"]
     if ray.is_initialized():
         _stop(ray)
 

@@ -63,7 +63,7 @@ def require() -> None:
     if missing:
         raise SpecboundError(
             f"data measures need {' and '.join(missing)}; install them with "
-            "pip install 'specbound[zoo]'"
+            f"{extras.install_hint('zoo')}"
         )
 
 

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...io import output_dir
-from ...io.files import dumps_json
+from ...io.files import dumps_json, write_csv
 from ..protocol import verdicts as V
 from ..protocol.families import primary_contrasts
 from ..protocol.registry import PROTOCOL, REGISTRY
@@ -243,7 +243,7 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
     if result.pstar is not None:
         frames[PSTAR_CSV] = result.pstar
     for name, frame in frames.items():
-        frame.to_csv(d / name, index=False, float_format="%.17g")
+        write_csv(frame, d / name)
         out.append(d / name)
     (d / "correlate.json").write_text(dumps_json(result.summary(), indent=2) + "\n")
     out.append(d / "correlate.json")

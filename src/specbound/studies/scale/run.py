@@ -22,7 +22,7 @@ from ...analysis.sweep import analyze_models
 from ...engines import resolve
 from ...errors import SpecboundError
 from ...io import output_dir
-from ...io.files import json_safe
+from ...io.files import json_safe, write_csv
 from ...io.outdir import local_inputs
 from ...linalg.model import DEVICE
 from ...measures.bounds import GRID_M, L_PHI
@@ -158,11 +158,11 @@ class Study:
         import pandas as pd
 
         with output_dir(path, inputs=self.inputs) as tmp:
-            self.models.to_csv(tmp / "models.csv", index=False, float_format="%.17g")
-            self.growth.to_csv(tmp / "growth.csv", index=False, float_format="%.17g")
+            write_csv(self.models, tmp / "models.csv")
+            write_csv(self.growth, tmp / "growth.csv")
             if self.skipped:
-                pd.DataFrame(self.skipped, columns=["model", "reason"]).to_csv(
-                    tmp / "skipped.csv", index=False
+                write_csv(
+                    pd.DataFrame(self.skipped, columns=["model", "reason"]), tmp / "skipped.csv"
                 )
             if extra is not None:
                 extra(tmp)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import Param, SpecboundError
-from ...io.files import dumps_json, output_file_kind, refuse_overlap
+from ...io.files import csv_text, dumps_json, output_file_kind, refuse_overlap
 from ...io.growing import GrowingDir
 from ...io.outdir import MANIFEST, sweep_stale
 from ...io.readback import read_zoo_json
@@ -278,7 +278,7 @@ def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any
     ]
     cols = [*CSV_COLUMNS, *[a for a in axes if a != "train_size"]]
     df = pd.DataFrame(rows, columns=cols)
-    text = df.to_csv(index=False)
+    text = csv_text(df)
     if (out / "zoo.csv").is_file() and (out / "zoo.csv").read_text() == text:
         return df
     _folder(out).write("zoo.csv", text)

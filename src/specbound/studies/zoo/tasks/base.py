@@ -90,7 +90,8 @@ def standard_presets(
     statistics), a step cap every configuration is meant to reach the target within.
     ``fixed-n``: the same grid with n held at ``fixed``, so no statistic can be "n did it".
     ``standard-v1``: the grid of the first published zoos (2 seeds, 4 values of n), kept so
-    they can be re-run. ``tiny``: 8 models, 60 steps, plumbing only.
+    they can be re-run. ``tiny``: 8 models, plumbing (60 steps; digits: 200, where every model
+    converges, so `correlate` runs on it as it is).
     """
     return {
         "tiny": tiny,
