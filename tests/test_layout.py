@@ -183,21 +183,7 @@ def test_one_module_names_each_written_file(name: str) -> None:
 #: (module, private name it imports from another module) still left, each with its reason; the
 #: rule: no module imports another module's private ``_name`` (nor, from outside its package, a
 #: package-private ``_module``). Entries are removed as the owners fix them (a stale one fails).
-PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
-    ("report.pages.correlate", "report.pages.compact._sig"): "report/ is being rewritten (pages)",
-    ("report.pages.correlate", "report.pages.compact._text"): "report/ is being rewritten (pages)",
-    ("report.terminal_correlate", "report.terminal._console"): "report/ (terminal)",
-    ("report.terminal_correlate", "report.terminal._title"): "report/ (terminal)",
-    ("report.figures.htsr", "measures._htsr"): "report/ is being rewritten (pages)",
-    ("studies.correlate.arch", "studies.correlate.stats._members"): "correlate (registry)",
-    ("studies.correlate.arch", "studies.correlate.stats._nanmean_rows"): "correlate (registry)",
-    ("studies.correlate.arch", "studies.correlate.stats._ratio"): "correlate (registry)",
-    ("studies.correlate.table", "studies.correlate.rules._fmt"): "correlate (registry)",
-    ("analysis", "measures._htsr"): "the power-law fit module; measures/ is being extended (v5)",
-    ("layerwise", "measures._htsr"): "the power-law fit module; measures/ is being extended (v5)",
-    ("tables", "measures._htsr"): "the power-law fit module; measures/ is being extended (v5)",
-    ("tables", "measures._logspace"): "log-space helpers; measures/ is being extended (v5)",
-}
+PRIVATE_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def _private(name: str) -> bool:
@@ -311,10 +297,32 @@ def test_no_import_cycle() -> None:
     assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
 
 
+#: Modules are cut by concept, not by size (issue 51): a module past 500 lines is listed here
+#: with the one concept it holds, so growing one is a decision, never a reason to split a
+#: concept or re-export names to stay under a cap.
+LONG_MODULES: dict[str, str] = {
+    "io.files": "file guards and the one atomic file writer (JSON, CSV, text)",
+    "studies.protocol.stats": "the protocol's statistics (Kendall, Jiang, Psi, sign-error)",
+    "studies.multizoo": "the multi-zoo study: family, independence, replicates, answer",
+}
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_module_under_500_lines(module: str) -> None:
+def test_long_module_names_its_concept(module: str) -> None:
     n = len(MODULES[module].read_text(encoding="utf-8").splitlines())
-    assert n <= 500, f"{MODULES[module]} has {n} lines"
+    assert n <= 500 or module in LONG_MODULES, (
+        f"{MODULES[module]} has {n} lines: split it by concern, or list its one concept in "
+        "LONG_MODULES"
+    )
+
+
+def test_long_modules_are_long() -> None:
+    short = [
+        m
+        for m in LONG_MODULES
+        if m in MODULES and len(MODULES[m].read_text(encoding="utf-8").splitlines()) <= 500
+    ]
+    assert short == [], f"LONG_MODULES entries no longer needed: {short}"
 
 
 def test_no_local_engine_special_case_outside_engines() -> None:

@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 
 from .analysis import Analysis, analyze
 from .errors import Param, SpecboundError, SpecboundValueError
-from .measures._htsr import FIT_OK
+from .measures.powerlaw import FIT_OK
 from .validation import Interval, Options, validate_params
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ import numpy as np
 
 from .core import MATRIX_TYPES
 from .linalg.weights import WeightSpectra
-from .measures._htsr import fit_quality, weight_fits, ww_norm_metrics
-from .measures._logspace import LN10, logsumexp
+from .measures.logspace import LN10, logsumexp
+from .measures.powerlaw import fit_quality, weight_fits, ww_norm_metrics
 
 if TYPE_CHECKING:
     import pandas as pd

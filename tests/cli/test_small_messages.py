@@ -15,7 +15,7 @@ from safetensors.numpy import load_file, save_file
 
 import specbound
 from specbound.errors import CheckpointError
-from specbound.studies.correlate.stats import cell_r2
+from specbound.studies.protocol.stats import cell_r2
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.cli_runner import run_cli
 

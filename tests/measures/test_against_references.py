@@ -139,7 +139,7 @@ def test_power_law_fit_equals_brute_force_loop(n, seed, tail):
 def test_ww_norm_metrics_by_hand_also_beyond_float64(decades):
     """lambda_max, log_norm, log_spectral_norm, log_alpha_norm of s = (3, 2, 1) * 10^decades,
     written out: lambda = (9, 4, 1) * 10^(2 decades); beyond float64 the logs stay exact."""
-    from specbound.measures._htsr import ww_norm_metrics
+    from specbound.measures.powerlaw import ww_norm_metrics
 
     sv = np.array([3.0, 2.0, 1.0]) * 10.0**decades
     lmax, log_norm, log_spec, log_alpha = ww_norm_metrics(sv, 3, 1.5)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from specbound.analysis import analyze
-from specbound.measures._htsr import (
+from specbound.measures.powerlaw import (
     FIT_VERDICTS,
     KS_CRITICAL,
     MIN_TAIL,

@@ -42,8 +42,8 @@ from ..measures import (
     needs_weight_spectra,
     resolve_names,
 )
-from ..measures._htsr import fit_summary, weight_fits
 from ..measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
+from ..measures.powerlaw import fit_summary, weight_fits
 from ..measures.spectrum_adaptive import (
     FIXED_INDICES,
     adaptive_headrooms,
@@ -285,7 +285,7 @@ class Analysis:
         }
 
     def htsr_fit_summary(self) -> dict[str, float | int | None]:
-        """The power-law fits' quality at model level (``measures._htsr.fit_summary``): how many
+        """The power-law fits' quality at model level (``measures.powerlaw.fit_summary``): how many
         fits are ``ok``, ``short_tail``, ``poor`` (``htsr_fits_<verdict>``), and the means of
         alpha and alpha log10 lambda_max over the ``ok`` fits only (``htsr_alpha_ok``,
         ``htsr_alpha_weighted_ok``) with the number of fits each used

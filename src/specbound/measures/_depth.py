@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg.spectra import M_IN, M_OUT, OV, QK, Spectra
-from ._logspace import logsumexp, safe_log
+from .logspace import logsumexp, safe_log
 
 
 def log_alpha(

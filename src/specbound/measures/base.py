@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ._logspace import LN10, LOG_MAX
+from .logspace import LN10, LOG_MAX
 
 if TYPE_CHECKING:
     from ..core import ModelSpec
@@ -124,7 +124,7 @@ class MeasureInput:
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per input under ``key`` (work several measures share, such as
-        the power-law fits of ``_htsr``); later calls return the stored result."""
+        the power-law fits of ``powerlaw``); later calls return the stored result."""
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]

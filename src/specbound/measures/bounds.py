@@ -18,8 +18,8 @@ from ..linalg.spectra import Spectra
 from ..validation import Interval, check_int, validate_params
 from . import norm_based, spectrum_adaptive
 from ._depth import depth_terms, log_alpha
-from ._logspace import LN10, S_FLOOR, logsumexp
 from .base import BoundDetails, Bounds, BoundValue
+from .logspace import LN10, S_FLOOR, logsumexp
 from .spectrum_adaptive import (
     default_grid_m,
     kept_singular_values,

@@ -10,13 +10,13 @@ t = n - i + 1), the Clauset-Shalizi-Newman maximum-likelihood fit and its Kolmog
 
 (D_i is taken as 1, its largest possible value, when alpha_i <= 1.) alpha(W) = alpha_i at the
 first i minimizing D_i, as WeightWatcher 0.7.7 computes its default ``alpha``. The fit is in
-``_htsr`` (shared with ``htsr_alpha_weighted``).
+``powerlaw`` (shared with ``htsr_alpha_weighted``).
 """
 
 from __future__ import annotations
 
-from ._htsr import MIN_EIGENVALUES, PowerLawFit, mean_alpha, power_law_fit, weight_fit
 from .base import Measure, MeasureInput, MeasureValue
+from .powerlaw import MIN_EIGENVALUES, PowerLawFit, mean_alpha, power_law_fit, weight_fit
 
 __all__ = ["MEASURE", "MIN_EIGENVALUES", "PowerLawFit", "power_law_fit", "weight_fit"]
 

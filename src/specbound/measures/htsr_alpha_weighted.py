@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ._htsr import mean_alpha
 from .base import Measure, MeasureInput, MeasureValue
+from .powerlaw import mean_alpha
 
 
 def compute(x: MeasureInput) -> MeasureValue:

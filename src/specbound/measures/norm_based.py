@@ -19,8 +19,8 @@ import numpy as np
 
 from ..linalg.spectra import M_IN, M_OUT, OV, QK, Spectra
 from ._depth import DepthTerms
-from ._logspace import logsumexp, safe_log
 from .base import Measure, MeasureInput, MeasureValue
+from .logspace import logsumexp, safe_log
 from .spectrum_adaptive import BEYOND_FLOAT64
 
 

@@ -49,8 +49,8 @@ import numpy as np
 
 from ..linalg.spectra import rank_threshold
 from ..validation import check_int
-from ._logspace import LN10, S_FLOOR, logsumexp
 from .base import Measure, MeasureInput, MeasureValue
+from .logspace import LN10, S_FLOOR, logsumexp
 
 #: A model "sits at the rank ceiling" when its ceiling gap (log10) is below this (SPEC 10).
 AT_CEILING_GAP = 1e-3

@@ -162,13 +162,13 @@ def wrap_name(name: str, width: int) -> str:
     return "\n".join(lines)
 
 
-def _console(width: int | None = None) -> Any:
+def make_console(width: int | None = None) -> Any:
     from rich.console import Console
 
     return Console(width=width) if width else Console()
 
 
-def _title(console: Any, text: str) -> None:
+def print_title(console: Any, text: str) -> None:
     console.print(f"[bold]{text}[/bold]", no_wrap=True, overflow="ellipsis", highlight=False)
 
 
@@ -188,7 +188,7 @@ def print_measures(console: Any, a: Analysis) -> None:
     if not values:
         return
     notes = getattr(a, "measure_notes", {}) or {}
-    _title(console, "measures")
+    print_title(console, "measures")
     t = Table(show_edge=False)
     t.add_column("measure", no_wrap=True)
     t.add_column("value", justify="right", no_wrap=True)
@@ -237,7 +237,7 @@ def print_htsr_fits(console: Any, a: Analysis) -> None:
     bad = [i for i, v in enumerate(cols["htsr_fit"]) if v != "ok"]
     if not bad:
         return
-    _title(console, "power-law fits not to trust")
+    print_title(console, "power-law fits not to trust")
     t = Table(show_edge=False)
     for c in ("layer", "role", "htsr_alpha", "tail", "fit", "reason"):
         t.add_column(c, justify="left" if c in ("role", "fit", "reason") else "right")
@@ -266,7 +266,7 @@ def print_headroom(console: Any, a: Analysis, layer_cols: dict[str, np.ndarray])
     sentence = a.headroom_sentence()
     if sentence is None:
         return
-    _title(console, "adaptive headroom (decades; > 0: p* = 0), smallest per layer and type")
+    print_title(console, "adaptive headroom (decades; > 0: p* = 0), smallest per layer and type")
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for c in ["layer", *MATRIX_TYPES]:
         t.add_column(c, justify="right", no_wrap=True)
@@ -283,7 +283,7 @@ def print_bounds(console: Any, a: Analysis) -> None:
     from rich.table import Table
 
     b = a.bounds
-    _title(console, "bounds")
+    print_title(console, "bounds")
     bt = Table(show_edge=False)
     for c in ["proxy", "value", "log10(value)"]:
         bt.add_column(c, justify="right", no_wrap=True)
@@ -306,7 +306,7 @@ def print_summary(
     from rich import box
     from rich.table import Table
 
-    console = _console(width)
+    console = make_console(width)
     s = a.spec
     console.print(
         f"[bold]{shown(short_path(a.model, 40))}[/bold]  {s.architecture}  L={s.num_layers} "
@@ -318,7 +318,7 @@ def print_summary(
     cols = a.layer_columns()
     mats = a.matrix_columns()
     depth = cols["log10_depth_factor"] if "log10_depth_factor" in cols else cols["log10_alpha"]
-    _title(console, "per layer: depth factor, contributions by matrix type, p* counts")
+    print_title(console, "per layer: depth factor, contributions by matrix type, p* counts")
     t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     headers = ["layer", "depth_factor\n(log10)", *MATRIX_TYPES, "total", "p*=0\n(n)", "p*=2\n(n)"]
     for c in headers:
@@ -336,7 +336,7 @@ def print_summary(
 
     grid = a.details.grid
     used = np.unique(a.details.p_star)
-    _title(console, "p* picked, by matrix type (count)")
+    print_title(console, "p* picked, by matrix type (count)")
     pt = Table(show_edge=False)
     pt.add_column("type", no_wrap=True)
     for p in used:
@@ -353,7 +353,7 @@ def print_summary(
     print_headroom(console, a, cols)
 
     order = np.argsort(-a.details.log_contribution, kind="stable")[:5]
-    _title(console, "largest contributions")
+    print_title(console, "largest contributions")
     tt = Table(show_edge=False)
     for c in ["layer", "head", "type", "p*", "contribution", "rank", "spectral norm"]:
         tt.add_column(c, justify="right", no_wrap=True)
@@ -387,7 +387,7 @@ def print_study(
     """The models table (one column per measure), the pooled growth fits and the verdict."""
     from rich.table import Table
 
-    console = _console(width)
+    console = make_console(width)
     m = study.models
     names = display_names(list(m["model"].astype(str))) if len(m) else []
     measure_cols = [
@@ -404,7 +404,7 @@ def print_study(
     if len(shown_cols) < len(measure_cols):
         title += f", {len(shown_cols)} of {len(measure_cols)} measures (all in models.csv)"
     measure_cols = shown_cols
-    _title(console, title)
+    print_title(console, title)
     t = Table(show_edge=False)
     t.add_column("model", no_wrap=True)
     for c in ["L", "N"]:
@@ -425,7 +425,7 @@ def print_study(
     name_col = "measure" if "measure" in g.columns else "proxy"
     pooled = g[(g["fit"] == "pooled")] if len(g) else g
     if len(pooled):
-        _title(console, "growth, pooled fits (growth.csv)")
+        print_title(console, "growth, pooled fits (growth.csv)")
         gt = Table(show_edge=False)
         for c in ["measure", "axis", "exponent", "SE", "log10/unit", "SE", "n"]:
             gt.add_column(

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..naming import short_path
 from .numbers import UNDEFINED, fixed, is_undefined, sig_small, spec
-from .terminal import _console, _title, shown, wrap_name
+from .terminal import make_console, print_title, shown, wrap_name
 
 
 def _f3(v: Any) -> str:
@@ -106,7 +106,7 @@ def print_primary(result: Any, console: Any) -> None:
     prim = d[d["family"] == "primary"].to_dict("records")
     if prim:
         st = prim[0]["statistic"]
-        _title(console, f"primary contrasts on {st} (Holm over {len(prim)})")
+        print_title(console, f"primary contrasts on {st} (Holm over {len(prim)})")
         console.print(_primary_table(prim))
         for r in prim:
             console.print(
@@ -130,13 +130,13 @@ def print_correlation(result: Any, out: Path | None = None, width: int | None = 
     One column per number when that fits the terminal; else (80 columns) each interval is
     stacked under its value, so that n, tau, Psi and sign-err robust always keep their values;
     measure names then wrap at ``_`` only, never mid-word."""
-    console = _console(width)
+    console = make_console(width)
     rows = list(result.correlation.itertuples())
     longest = max((len(str(r.measure)) for r in rows), default=7)
     answer = correlation_answer(result)
     if answer:
         console.print(f"[bold]{shown(answer)}[/bold]", highlight=False)
-    _title(console, f"correlation ({len(result.models)} models)")
+    print_title(console, f"correlation ({len(result.models)} models)")
     table = _correlation_table(rows, stacked=False, name_width=longest)
     if _rendered_width(table) > console.width:
         table = _correlation_table(rows, stacked=True, name_width=longest)

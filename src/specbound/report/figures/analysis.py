@@ -1,7 +1,7 @@
 """Figures of one analysis: spectral decay, contribution against p, contributions per head,
 the depth factor per layer, the ESD of raw weights with their power-law fit, HTSR alpha per
 layer. Each draws what the Analysis holds (spectra, p*, ``contribution_curves``, the HTSR fits
-of ``measures._htsr``); nothing here computes a bound."""
+of ``measures.powerlaw``); nothing here computes a bound."""
 
 from __future__ import annotations
 

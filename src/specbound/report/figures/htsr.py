@@ -1,6 +1,6 @@
 """WeightWatcher-style views of one analysis: the ESD of raw weight matrices (log-log histogram
 of the eigenvalues of W^T W with the fitted power law and x_min) and htsr_alpha per layer. The
-fits are those of ``measures._htsr.weight_fits`` (the same as htsr_alpha and weights.csv)."""
+fits are those of ``measures.powerlaw.weight_fits`` (the same as htsr_alpha and weights.csv)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundError
 from ...linalg.spectra import rank_threshold
-from ...measures._htsr import FIT_OK, fit_quality, weight_fits
+from ...measures.powerlaw import FIT_OK, fit_quality, weight_fits
 from .style import (
     WIDTH,
     Figure,
@@ -39,7 +39,7 @@ HTSR_GOOD = (2.0, 6.0)
 
 
 def htsr_fits(a: Analysis) -> list[Any]:
-    """The power-law fit of every raw weight matrix (``measures._htsr.weight_fits``, memoized on
+    """The power-law fit of every raw weight matrix (``measures.powerlaw.weight_fits``, memoized on
     the Analysis' measure input: the same fits as htsr_alpha and weights.csv)."""
     ws = a.weight_spectra
     if ws is None or len(ws) == 0:

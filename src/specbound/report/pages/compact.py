@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     from ...studies.correlate.result import Correlation
 
 
-def _sig(v: Any) -> str:
+def sig_text(v: Any) -> str:
     """A statistic or a difference on this page (3 decimals, 3 significant digits below 0.01);
     "n/a" when it is undefined (an empty cell, never the word "undefined")."""
     return NOT_APPLICABLE if math.isnan(as_float(v)) else sig_small(v)
 
 
-def _text(v: Any) -> str:
+def cell_text(v: Any) -> str:
     """A text cell of a table read back (an empty cell is NaN there): "" when missing."""
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
@@ -34,8 +34,8 @@ def _with_interval(row: dict[str, Any], st: str) -> str:
         return ""
     lo, hi = row.get(f"{st}_low"), row.get(f"{st}_high")
     if f"{st}_low" not in row or math.isnan(as_float(row.get(st))):
-        return _sig(row.get(st))  # an undefined value has no interval to show
-    return f"{_sig(row.get(st))} {interval(lo, hi, 2)}"
+        return sig_text(row.get(st))  # an undefined value has no interval to show
+    return f"{sig_text(row.get(st))} {interval(lo, hi, 2)}"
 
 
 def compact_table(result: Correlation) -> pd.DataFrame:
@@ -63,15 +63,19 @@ def compact_table(result: Correlation) -> pd.DataFrame:
         row["Ψ"] = _with_interval(r, "psi")
         for a in result.axes:
             if f"psi_{a}" in r:
-                row[f"ψ {a}"] = _sig(r.get(f"psi_{a}"))
+                row[f"ψ {a}"] = sig_text(r.get(f"psi_{a}"))
         if "cmi" in r:
-            axes = _text(r.get("cmi_axes"))
+            axes = cell_text(r.get("cmi_axes"))
             row["CMI (min)"] = _with_interval(r, "cmi") + (f" ({axes})" if axes else "")
         if "sign_error_robust" in r:
-            ax = _text(r.get("sign_error_robust_axis"))
+            ax = cell_text(r.get("sign_error_robust_axis"))
             v = as_float(r.get("sign_error_robust"))
             row["robust sign-error"] = (
-                ax or "too few pairs" if math.isnan(v) else f"{_sig(v)} ({ax})" if ax else _sig(v)
+                ax or "too few pairs"
+                if math.isnan(v)
+                else f"{sig_text(v)} ({ax})"
+                if ax
+                else sig_text(v)
             )
         out.append(row)
     return pd.DataFrame(out)

@@ -36,7 +36,7 @@ from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table
 from ..numbers import as_float, spec
 from . import links
-from .compact import _sig, _text, compact_table
+from .compact import cell_text, compact_table, sig_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,10 +101,10 @@ def primary_rows(result: Correlation, study: pd.DataFrame | None = None) -> list
     for r in prim:
         row = {
             **{k: str(r[k]) for k in ("contrast", "measure", "versus", "statistic")},
-            **{k: _sig(r[k]) for k in ("delta", "p", "p_holm")},
+            **{k: sig_text(r[k]) for k in ("delta", "p", "p_holm")},
             "interval": interval(r["low"], r["high"], 3),
             "verdict": str(r["verdict"]),
-            "verdict_stable": _text(r.get("verdict_stable")),
+            "verdict_stable": cell_text(r.get("verdict_stable")),
             "evidence": str(r["evidence"]),
             "study_verdict": "",
             "study_p_holm": "",
@@ -113,7 +113,7 @@ def primary_rows(result: Correlation, study: pd.DataFrame | None = None) -> list
         s_row = theirs.get(row["contrast"])
         if s_row is not None:
             row["study_verdict"] = str(s_row["verdict"])
-            row["study_p_holm"] = _sig(s_row.get("p_holm"))
+            row["study_p_holm"] = sig_text(s_row.get("p_holm"))
             row["study_note"] = answer_words.verdict_note(
                 row["verdict"],
                 row["study_verdict"],
@@ -141,7 +141,7 @@ def differences_sentences(result: Correlation, measure: str) -> list[str]:
         else:
             word = better_word(lo, hi) if not (math.isnan(lo) or math.isnan(hi)) else "not shown"
         iv = interval(lo, hi, 3)
-        out.append(f"vs {r['versus']} on {r['statistic']}: delta {_sig(delta)} {iv}: {word}")
+        out.append(f"vs {r['versus']} on {r['statistic']}: delta {sig_text(delta)} {iv}: {word}")
     return out
 
 
@@ -186,12 +186,12 @@ SEED_COLUMNS = ("p_seeds", "low_seeds", "high_seeds")
 
 
 def differences_table(d: pd.DataFrame | None) -> Any:
-    """differences.csv on the page: delta, low and high in one format (:func:`_sig`), the
+    """differences.csv on the page: delta, low and high in one format (:func:`sig_text`), the
     per-seed lists left to the file; None without rows."""
     if d is None or not len(d):
         return None
     shown = d.drop(columns=[c for c in SEED_COLUMNS if c in d.columns])
-    return table(shown, page_size=50, formats=dict.fromkeys(("delta", "low", "high"), _sig))
+    return table(shown, page_size=50, formats=dict.fromkeys(("delta", "low", "high"), sig_text))
 
 
 def scope_sentence(result: Correlation) -> str:

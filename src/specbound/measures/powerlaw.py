@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg.spectra import rank_threshold
-from ._logspace import LN10, LOG_MAX, logsumexp
 from .base import MeasureInput, MeasureValue
+from .logspace import LN10, LOG_MAX, logsumexp
 
 #: alpha(W) needs at least this many eigenvalues above the rank threshold.
 MIN_EIGENVALUES = 20
