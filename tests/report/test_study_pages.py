@@ -247,7 +247,7 @@ def test_every_verdict_of_a_folder_page_says_this_zoo_alone(correlate_page) -> N
     bold = re.search(r"<b>(.*?)</b>", lead.group(1), re.S)
     assert bold and _text(bold.group(1)).startswith("Primary contrasts")
     assert "predicts the gap" not in _text(bold.group(1))
-    assert "protocol v4" in html and "protocol v3" not in html
+    assert "protocol v5" in html and "protocol v4" not in html
     assert "verdict stable" in table.group(1)
 
 

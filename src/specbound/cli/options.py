@@ -16,7 +16,7 @@ from ..engines import engine_names
 #: ``--primary``'s and ``--gap``'s click choices: ``studies.protocol.PRIMARY_CHOICES``
 #: and ``studies.gap.GAP_CHOICES``, spelled here so that ``--help`` imports no numpy
 #: (tests/test_validation_apis.py holds them equal).
-PrimaryChoice = Literal["auto", "arch", "standard"]
+PrimaryChoice = Literal["auto", "arch", "standard", "adaptivity"]
 GapChoice = Literal["auto", "accuracy", "acc", "loss"]
 
 #: ``--engine`` default: the first registered engine (the in-process one).

@@ -12,7 +12,7 @@ file                   reader
 correlate.json         :func:`read_correlate_json`: ``axes`` and ``measures`` lists of distinct
                        names (no measure an axis), ``gap`` accuracy or loss, ``protocol`` one of
                        ``PROTOCOLS``; counts integers (n_models, n_listed, n_configurations,
-                       bootstrap >= 1; n_skipped, n_unconverged >= 0)
+                       bootstrap >= 1; n_skipped, n_unconverged, primary_bootstrap >= 0)
 models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; every axis filled
                        (finite); ``gap`` finite, in [-1, 1] for an accuracy gap, and equal to
                        train_acc - test_acc (test_loss - train_loss) within 1e-9 where both
@@ -125,9 +125,10 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
         raise fail(p, None, None, f"'gap' is {gap!r}, not one of {', '.join(GAP_NAMES)}")
     json_field(meta, "task", (str, type(None)), p, required=False)
     json_field(meta, "manifest", str, p, required=False)
-    for count in ("n_listed", "n_models", "n_configurations", "bootstrap", "primary_bootstrap"):
+    for count in ("n_listed", "n_models", "n_configurations", "bootstrap"):
         json_field(meta, count, int, p, required=False, low=1)
-    for count in ("n_skipped", "n_unconverged", "seed"):
+    # primary_bootstrap is 0 where the folder has no primary rows
+    for count in ("n_skipped", "n_unconverged", "seed", "primary_bootstrap"):
         json_field(meta, count, int, p, required=False, low=0)
     json_field(meta, "include_unconverged", bool, p, required=False)
     design = json_field(meta, "design", (str, type(None)), p, required=False)

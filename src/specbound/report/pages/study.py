@@ -1,4 +1,4 @@
-"""The page of a multi-zoo study (``specbound study``), SPEC 10 protocol v4.
+"""The page of a multi-zoo study (``specbound study``), SPEC 10 protocol v5.
 
 First screen: the answer in plain words (the text of ``--answer FILE`` when given, the README's
 summary generated from the claims; else one sentence generated from the family's tally), the
@@ -22,6 +22,7 @@ from ...studies.answer import (
     proxy_statistics,
     secondary_lines,
 )
+from ...studies.protocol.registry import PROTOCOL
 from ...studies.readback import read_claims_csv
 from ..figures.study import forest_figure
 from ..figures.style import writing_formats
@@ -197,8 +198,8 @@ def report_html(
     listed = claims_rows(claims)
     ids = {c["claim"] for c in listed}
     return page(
-        "Multi-zoo study (protocol v4): does the spectrum-adaptive proxy predict generalization "
-        "better?",
+        f"Multi-zoo study (protocol v{PROTOCOL}): does the spectrum-adaptive proxy predict "
+        "generalization better?",
         docs=("correlate",),
         template="study.html",
         plain=plain_answer(prim) if len(prim) else "",
