@@ -119,6 +119,9 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
     from specbound.report.pages.correlate import write_correlation
 
     a, b = _split(tmp_path)
+    for d in (a, b):  # only folders with a page are linked (no dead links)
+        (d / "report.html").write_text("<html></html>")
+    (tmp_path / "no-page").mkdir()
     result = P.pool([P.read_part(a), P.read_part(b)], bootstrap=0)
     write_correlation(result, tmp_path / "pooled", figures=False)
     html = (tmp_path / "pooled" / "report.html").read_text()
@@ -129,6 +132,7 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
     for f in ("models.csv", "differences.csv", "correlate.json"):
         assert f'href="{f}"' in html
     assert 'href="../a/report.html"' in html and 'href="../b/report.html"' in html
+    assert "no-page" not in html
     assert "The training-set size n is the same for every model" in html  # fixed-n zoo
     for term in ("τ_n", "p_holm", "q_bh", "not comparable", "_per_sqrt_n"):
         assert term in html
