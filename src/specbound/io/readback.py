@@ -325,7 +325,9 @@ def folder_file(path: str | Path, name: str) -> Path:
 
 def read_zoo_json(path: str | Path) -> dict[str, Any]:
     """zoo.json of a zoo directory (or the file itself), checked: an object whose ``task`` and
-    ``preset`` are strings (or null) and whose ``grid`` lists at least one finite value per axis.
+    ``preset`` are strings (or null) and whose ``grid`` lists at least one finite value per axis;
+    ``design`` (SPEC 10 v5: ``adaptivity``) a string or null, ``cells`` a list of [depth, width]
+    pairs of positive integers (the cells a non-factorial grid keeps).
     Here, below ``studies``, so that the manifest reader can use it without a cycle."""
     p = folder_file(path, "zoo.json")
     meta = read_json_object(p, "zoo.json")
@@ -334,8 +336,16 @@ def read_zoo_json(path: str | Path) -> dict[str, Any]:
     json_field(meta, "max_steps", int, p, required=False, low=1)
     json_field(meta, "target_loss", (int, float), p, required=False, low=0.0)
     json_field(meta, "num_models", int, p, required=False, low=0)
-    for name in ("description", "size_axis", "grid_file"):
+    for name in ("description", "size_axis", "grid_file", "design"):
         json_field(meta, name, (str, type(None)), p, required=False)
+    cells = json_field(meta, "cells", (list, type(None)), p, required=False)
+    for c in cells or []:
+        if not (
+            isinstance(c, list)
+            and len(c) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in c)
+        ):
+            raise fail(p, None, None, f"'cells' must list [depth, width] pairs, got {c!r}")
     text_list(meta, "axes", p, required=False)
     grid = json_field(meta, "grid", (dict, type(None)), p, required=False)
     for axis, values in (grid or {}).items():
