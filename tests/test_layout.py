@@ -187,12 +187,6 @@ def test_old_module_paths_are_gone() -> None:
 LAZY_OWN: dict[tuple[str, str], str] = {
     ("engines", "engines.ray"): "start-up: engines/__init__ is on the CLI's start path, Ray's "
     "options pull numpy and the block runner",
-    ("studies.readback", "studies.correlate"): "cycle: the package's __init__ imports "
-    "studies.correlate.manifest, which imports studies.readback",
-    ("studies.readback", "studies.correlate.verdicts"): "cycle: studies.correlate's __init__ "
-    "imports manifest, which reads zoo.json through studies.readback",
-    ("studies.readback", "studies.correlate.manifest"): "cycle: studies.correlate.manifest <-> "
-    "studies.readback (read_zoo_csv / read_zoo_json)",
 }
 
 #: Where each heavy optional package is imported (outside ``if TYPE_CHECKING:``): one place,

@@ -64,10 +64,10 @@ def test_pool_refuses_hostile_arguments_before_reading_parts(name, value, kind):
 
 
 def test_pool_and_correlation_study_accept_zero_draws_correlate_does_not():
-    from specbound.studies.correlate import correlate, table
+    from specbound.studies.correlate import correlate, rules
     from specbound.studies.correlate import pool as P
 
-    assert P.pool.parameter_constraints["bootstrap"] is table.BOOTSTRAP_OR_ZERO
+    assert P.pool.parameter_constraints["bootstrap"] is rules.BOOTSTRAP_OR_ZERO
     with pytest.raises(V, match=r"^bootstrap=0 is too few"):
         correlate(NOWHERE, bootstrap=0)
 
@@ -169,9 +169,9 @@ def test_study_takes_a_bare_path_as_one_folder_not_its_letters(tmp_path):
 def test_cli_choices_are_the_librarys():
     from specbound.cli import options
     from specbound.studies import gap
-    from specbound.studies.correlate import verdicts
+    from specbound.studies.protocol import PRIMARY_CHOICES
 
-    assert typing.get_args(options.PrimaryChoice) == verdicts.PRIMARY_CHOICES
+    assert typing.get_args(options.PrimaryChoice) == PRIMARY_CHOICES
     assert typing.get_args(options.GapChoice) == gap.GAP_CHOICES
 
 

@@ -45,10 +45,12 @@ from .measures import (
 from .measures._htsr import fit_summary, weight_fits
 from .measures.bounds import GRID_M, L_PHI, BoundDetails, Bounds, compute_bounds
 from .measures.spectrum_adaptive import (
+    FIXED_INDICES,
     adaptive_headrooms,
     ceiling_gap,
     headroom_min,
     kept_singular_values,
+    log10_fixed_index_bound,
     log10_rank_ceiling,
     log_contribution_curve,
     share_p0,
@@ -247,6 +249,12 @@ class Analysis:
         spectrum (and of the farthest) would have to shrink (None when undefined)."""
         return headroom_sentence(self)
 
+    def fixed_index_forms(self) -> dict[str, float]:
+        """{``spectrum_adaptive_fixed_p0.5``, ``_p1``, ``_p2``: log10 of sum_A c(A, q) + sqrt(L),
+        every matrix held at q (SPEC 10 v5; ``measures.spectrum_adaptive``, any q >= 0)."""
+        a = (self.spectra, self.details.log_scale, self.spec.hidden_size, self.spec.num_layers)
+        return {name: log10_fixed_index_bound(*a, q) for name, q in FIXED_INDICES}
+
     def contribution_curves(self) -> np.ndarray:
         """log c(A, p) over the p grid for every matrix, shape (matrices, grid) (SPEC 4); what
         the contribution-vs-p figure draws."""
@@ -267,12 +275,13 @@ class Analysis:
         """The rank-ceiling diagnosis as one flat dict, for every per-model row (summary.json,
         models.csv, track.csv): ``spectrum_adaptive_share_p0``,
         ``spectrum_adaptive_ceiling_gap``, ``log10_spectrum_adaptive_ceiling``,
-        ``adaptive_headroom_min``."""
+        ``adaptive_headroom_min``, then the fixed-index forms (``fixed_index_forms``)."""
         return {
             "spectrum_adaptive_share_p0": self.spectrum_adaptive_share_p0,
             "spectrum_adaptive_ceiling_gap": self.spectrum_adaptive_ceiling_gap,
             "log10_spectrum_adaptive_ceiling": self.log10_spectrum_adaptive_ceiling,
             "adaptive_headroom_min": self.adaptive_headroom_min,
+            **self.fixed_index_forms(),
         }
 
     def htsr_fit_summary(self) -> dict[str, float | int | None]:

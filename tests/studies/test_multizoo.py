@@ -294,3 +294,49 @@ def test_tampered_correlate_json_and_models_csv_are_one_line(tmp_path):
     (a / "correlate.json").write_text('{"protocol": 3, "axes": ["depth"], "axes": []}')
     with pytest.raises(SpecboundError, match=r"correlate\.json"):
         study([a])
+
+
+# --- protocol v5: a recipe key separates two zoos only where it changed some model's training
+
+
+@pytest.mark.parametrize(
+    ("key", "a", "b", "steps_a", "steps_b", "separate"),
+    [
+        ("max_steps", 500, 500, None, None, False),  # the same recipe
+        ("max_steps", 500, 1000, 327, 392, False),  # no model reached the smaller cap
+        ("max_steps", 500, 1000, 327, 500, True),  # a model ran to 500: the cap changed it
+        ("max_steps", 500, 1000, 327, 700, True),  # one trained past the other's cap
+        ("max_steps", 500, 1000, None, 392, True),  # unknown steps: assume it mattered
+        ("target_loss", 0.01, 0.02, 10, 10, True),  # another stopping rule: other models
+    ],
+)
+def test_separates_by_table(key, a, b, steps_a, steps_b, separate):
+    from specbound.studies.independence import separates
+
+    assert separates(key, a, b, steps_a, steps_b) is separate
+    assert separates(key, b, a, steps_b, steps_a) is separate
+
+
+def test_a_step_cap_nobody_reached_does_not_separate(tmp_path):
+    """Like digits-arch (cap 1000, longest run 327 steps) against digits-v2 (cap 500, longest
+    392): the same seeds and configurations are the same models, so the smaller zoo is
+    secondary; once a model reaches the smaller cap, or steps are unknown, they are not."""
+    big = folder(tmp_path, "big", [0.001] * 3, [0.3] * 3, [0, 1, 2, 3, 4, 5])
+    arch = folder(tmp_path, "arch", [0.001] * 3, [0.3] * 3, [3, 4, 5, 6])
+
+    def write(d, cap, steps, unconverged=0):
+        meta = json.loads((d / "correlate.json").read_text())
+        meta.update(recipe={"max_steps": cap}, n_unconverged=unconverged)
+        (d / "correlate.json").write_text(json.dumps(meta))
+        m = pd.read_csv(d / "models.csv")
+        m["steps"] = steps
+        m.to_csv(d / "models.csv", index=False)
+
+    write(big, 500, [392, 300, 200, 100, 250, 310])
+    write(arch, 1000, [327, 120, 90, 200])
+    sec = study([arch, big]).summary()["secondary"]
+    assert sec == [{"folder": str(arch), "overlaps": str(big), "shared_models": 3}]
+    write(arch, 1000, [327, 120, 90, 500])  # a model trained to the smaller cap
+    assert study([arch, big]).summary()["secondary"] == []
+    write(arch, 1000, [327, 120, 90, 200], unconverged=1)  # an unconverged one ran to its cap
+    assert study([arch, big]).summary()["secondary"] == []

@@ -14,6 +14,7 @@ import pytest
 
 from specbound.io.readback import ReadbackError
 from specbound.studies import readback as R
+from specbound.studies.correlate.manifest import read_zoo_csv
 from tests.support.cli_runner import run_cli
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "generalization"
@@ -48,7 +49,7 @@ def test_valid_committed_files_read_as_a_plain_read_gives_them():
                 np.testing.assert_array_equal(got[c].to_numpy(float), plain[c].to_numpy(float))
     assert len(R.read_skipped_csv(FOLDER, meta)) == meta["n_skipped"]
     assert R.read_zoo_json(ZOO)["grid"] == json.loads((ZOO / "zoo.json").read_text())["grid"]
-    assert len(R.read_zoo_csv(ZOO)) == len(pd.read_csv(ZOO / "zoo.csv"))
+    assert len(read_zoo_csv(ZOO)) == len(pd.read_csv(ZOO / "zoo.csv"))
     claims = R.read_claims_csv(BENCH / "claims.csv")
     assert claims.equals(pd.read_csv(BENCH / "claims.csv", dtype=str))
 
@@ -219,7 +220,9 @@ def test_train_size_empty_in_one_row_only_is_refused(tmp_path):
      ("max_steps", 0, "'max_steps' is 0"), ("target_loss", float("inf"), "'target_loss' is inf"),
      ("target_loss", -1, "'target_loss' is -1"), ("num_models", 2.5, "'num_models' is 2.5"),
      ("axes", ["seed", "seed"], "'axes' names an entry twice"),
-     ("size_axis", 3, "'size_axis' is 3")],
+     ("size_axis", 3, "'size_axis' is 3"),
+     ("design", "adaptive", "'design' is 'adaptive', not one of adaptivity"),
+     ("design", 1, "'design' is 1, not str or null")],
 )  # fmt: skip
 def test_tampered_zoo_json_fields_are_refused(tmp_path, key, value, needle):
     """zoo.json's recipe fields are read back checked (``NaN`` and ``"happiness"`` as
@@ -241,3 +244,25 @@ def test_correlation_csv_holds_one_row_per_measure_of_correlate_json(tmp_path, c
     R.read_correlation_csv(d)  # alone, a table of fewer measures is well formed
     with pytest.raises(ReadbackError, match=r"its measures are not correlate\.json's"):
         R.read_correlation_csv(d, meta)
+
+
+def test_v5_fields_read_back_checked(tmp_path):
+    """correlate.json's ``design`` is one of the designs; pstar.csv's p* lies in [0, 2] and
+    its matrix types are SPEC's."""
+    from specbound.studies import correlate as C
+    from tests.studies.correlate.test_v5_modal import write_zoo
+
+    zoo = write_zoo(tmp_path / "zoo", (0,), design="adaptivity")
+    d = C.correlate(zoo, bootstrap=200, cache=False).to_dir(tmp_path / "out")
+    meta = R.read_correlate_json(d)
+    assert meta["design"] == "adaptivity" and meta["primary_family"] == "adaptivity"
+    assert len(R.read_pstar_csv(d)) == 6 * 3 + 6 * 6  # depth 1: 6 matrices, depth 2: 12
+    bad = json.loads((d / "correlate.json").read_text())
+    bad["design"] = "adaptive"
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "correlate.json").write_text(json.dumps(bad))
+    with pytest.raises(ReadbackError, match="'design' is 'adaptive'"):
+        R.read_correlate_json(tmp_path / "j")
+    _set_text(d / "pstar.csv", 2, "p_star", "2.5")
+    with pytest.raises(ReadbackError, match="row 2, column 'p_star'"):
+        R.read_pstar_csv(d)

@@ -20,6 +20,7 @@ from specbound.errors import SpecboundError  # noqa: E402
 from specbound.measures import measure_names  # noqa: E402
 from specbound.track import (  # noqa: E402
     ANALYSIS_COLUMNS,
+    FORM_COLUMNS,
     NOTE_COLUMN,
     TYPE_COLUMNS,
     Tracker,
@@ -131,9 +132,9 @@ def test_plain_tracker_matches_saved_checkpoints(plain_run):
     d, tracker, _, _ = plain_run
     header, rows = read_rows(d / "track" / "track.csv")
     assert header[:6] == ["step", "wall_s", "analysis_s", "train_loss", "train_acc", "test_acc"]
-    assert header[6:] == measure_names() + list(TYPE_COLUMNS) + list(ANALYSIS_COLUMNS) + [
-        NOTE_COLUMN
-    ]
+    assert header[6:] == measure_names() + list(TYPE_COLUMNS) + list(ANALYSIS_COLUMNS) + list(
+        FORM_COLUMNS
+    ) + [NOTE_COLUMN]
     assert [int(r["step"]) for r in rows] == [0, 2, 4]
     # train_loss=nan at step 0: written empty and counted
     assert rows[0]["train_loss"] == "" and rows[0][NOTE_COLUMN] == "1"
@@ -805,6 +806,10 @@ def test_analysis_columns_equal_the_post_hoc_attributes(plain_run):
             assert got is None
         else:
             assert math.isclose(got, float(want), rel_tol=1e-10, abs_tol=1e-300), c
+    forms = a.fixed_index_forms()  # protocol v5's fixed-index forms (SPEC 10)
+    assert list(forms) == list(FORM_COLUMNS)
+    for c in FORM_COLUMNS:
+        assert math.isclose(value(rows[-1][c]), forms[c], rel_tol=1e-10), c
 
 
 def test_bad_data_options(tmp_path):

@@ -13,7 +13,7 @@ import typer
 
 from ..engines import engine_names
 
-#: ``--primary``'s and ``--gap``'s click choices: ``studies.correlate.verdicts.PRIMARY_CHOICES``
+#: ``--primary``'s and ``--gap``'s click choices: ``studies.protocol.PRIMARY_CHOICES``
 #: and ``studies.gap.GAP_CHOICES``, spelled here so that ``--help`` imports no numpy
 #: (tests/test_validation_apis.py holds them equal).
 PrimaryChoice = Literal["auto", "arch", "standard"]

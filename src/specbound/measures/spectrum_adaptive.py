@@ -24,13 +24,26 @@ when log s < T_p(A), with
     adaptive_headroom(A) = log10 s - max_{p > 0 in grid} T_p(A) / ln 10    (decades).
 
 > 0 means p* = 0 and s must shrink by that many decades before any p > 0 beats the rank count;
-<= 0 means some p > 0 already wins. Undefined (NaN) for r = 0. Every function here is pure and
-works with natural logs.
+<= 0 means some p > 0 already wins. Undefined (NaN) for r = 0.
+
+Protocol v5 (SPEC 10), the adaptive choice itself: the fixed-index forms hold every matrix at
+one index q (q need not be a grid point; q = 0 is B_ceiling)::
+
+    B_fixed(q) = sum_A c(A, q) + sqrt(L)        (spectrum_adaptive_fixed_p0.5, _p1, _p2)
+
+and the modal form holds each matrix position (layer, type, head) of a cell of models at the
+modal p* of that position over the cell (ties: the smallest p)::
+
+    B_modal = sum_A c(A, modal p*(position of A)) + sqrt(L)    (spectrum_adaptive_modal)
+
+with the switching share = share of (model, position) entries whose p* differs from the
+position's modal p*. Every function here is pure and works with natural logs.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +54,17 @@ from .base import Measure, MeasureInput, MeasureValue
 
 #: A model "sits at the rank ceiling" when its ceiling gap (log10) is below this (SPEC 10).
 AT_CEILING_GAP = 1e-3
+
+#: SPEC 10 v5's fixed indices q with their form's name, ``spectrum_adaptive_fixed_p<q>``.
+FIXED_INDICES: tuple[tuple[str, float], ...] = (
+    ("spectrum_adaptive_fixed_p0.5", 0.5),
+    ("spectrum_adaptive_fixed_p1", 1.0),
+    ("spectrum_adaptive_fixed_p2", 2.0),
+)
+#: The names of the fixed-index forms, in q order.
+FIXED_FORMS: tuple[str, ...] = tuple(name for name, _ in FIXED_INDICES)
+#: The modal form's name (SPEC 10 v5): each matrix at its cell's modal p*.
+MODAL_FORM = "spectrum_adaptive_modal"
 
 
 def default_grid_m(num_layers: int, hidden_size: int) -> int:
@@ -202,6 +226,102 @@ def share_p0(p_star: np.ndarray) -> float:
     if np.any(np.isnan(p)):
         return math.nan
     return float(np.mean(p == 0)) if p.size else 0.0
+
+
+def log_contributions_at(
+    singular_values: list[np.ndarray],
+    k: np.ndarray,
+    log_scale: np.ndarray,
+    hidden_size: int,
+    p: float | np.ndarray,
+) -> np.ndarray:
+    """log c(A, p_A) per matrix, each at its own index ``p[i]`` (or all at one ``p``), by the
+    formula of ``log_contribution_curve`` (S_0 = r; rank 0 gives -inf; NaN for a spectrum beyond
+    float64). ``p`` need not be a grid point."""
+    n = len(singular_values)
+    q = np.broadcast_to(np.asarray(p, dtype=np.float64), (n,))
+    out = np.full(n, -np.inf)
+    for i in range(n):
+        sv = singular_values[i]
+        if np.any(np.isnan(sv)) or math.isnan(q[i]):
+            out[i] = np.nan
+            continue
+        kept = kept_singular_values(sv, int(k[i]))
+        out[i] = log_contribution_curve(kept, float(log_scale[i]), hidden_size, q[i : i + 1])[0]
+    return out
+
+
+def log_fixed_index_bound(
+    singular_values: list[np.ndarray],
+    k: np.ndarray,
+    log_scale: np.ndarray,
+    hidden_size: int,
+    num_layers: int,
+    q: float,
+) -> float:
+    """ln B_fixed(q) = ln(sum_A c(A, q) + sqrt(L)) (SPEC 10 v5; q = 0 gives ln B_ceiling);
+    NaN when some spectrum is beyond float64."""
+    if not math.isfinite(q) or q < 0:
+        raise ValueError(f"the fixed index q must be finite and >= 0, got {q!r}")
+    log_c = log_contributions_at(singular_values, k, log_scale, hidden_size, q)
+    if np.any(np.isnan(log_c)):
+        return math.nan
+    return log_bound(log_c, num_layers)
+
+
+def log10_fixed_index_bound(
+    spectra: Any, log_scale: np.ndarray, hidden_size: int, num_layers: int, q: float
+) -> float:
+    """log10 B_fixed(q) of a model's ``Spectra`` (``log_fixed_index_bound`` over its rows)."""
+    svs = [spectra.singular_values(i) for i in range(len(spectra))]
+    k = np.minimum(spectra.rows, spectra.cols)
+    return log_fixed_index_bound(svs, k, log_scale, hidden_size, num_layers, float(q)) / LN10
+
+
+def modal_p_star(p_star: np.ndarray) -> np.ndarray:
+    """The modal p* of each matrix position: ``p_star`` is (models x positions); per column the
+    most frequent value over the models with a defined (non-NaN) p*, ties to the smallest p;
+    NaN for a column with no defined value."""
+    p = np.atleast_2d(np.asarray(p_star, dtype=np.float64))
+    out = np.full(p.shape[1], np.nan)
+    for j in range(p.shape[1]):
+        col = p[:, j][~np.isnan(p[:, j])]
+        if col.size:
+            values, counts = np.unique(col, return_counts=True)  # values ascending
+            out[j] = values[int(np.argmax(counts))]  # first maximum: the smallest p
+    return out
+
+
+def switching_counts(p_star: np.ndarray, modal: np.ndarray) -> tuple[int, int]:
+    """(entries whose p* differs from the position's modal p*, defined entries) over a
+    (models x positions) ``p_star``; NaN entries count in neither."""
+    p = np.atleast_2d(np.asarray(p_star, dtype=np.float64))
+    m = np.broadcast_to(np.asarray(modal, dtype=np.float64), p.shape)
+    ok = ~np.isnan(p) & ~np.isnan(m)
+    return int(np.sum(p[ok] != m[ok])), int(np.sum(ok))
+
+
+def log_bound_at_grid_points(
+    curves: np.ndarray, grid: np.ndarray, p: np.ndarray, num_layers: int
+) -> float:
+    """ln(sum_A c(A, p_A) + sqrt(L)) with every p_A a point of ``grid``, read off row A of
+    ``curves`` (log c(A, .) over ``grid``, as ``log_contribution_curve`` gives it): the very
+    numbers ``optimize_p`` minimized, so p_A = p*(A) for every A gives ln B exactly. NaN when
+    some p_A is NaN or not a grid point, or a curve is undefined."""
+    c = np.atleast_2d(np.asarray(curves, dtype=np.float64))
+    g = np.asarray(grid, dtype=np.float64)
+    q = np.asarray(p, dtype=np.float64).reshape(-1)
+    if q.size != c.shape[0] or c.shape[1] != g.size:
+        raise ValueError(f"{q.size} indices for {c.shape[0]} curves over a grid of {g.size}")
+    out = np.empty(q.size)
+    for i, x in enumerate(q):
+        j = np.flatnonzero(g == x)
+        if j.size == 0:
+            return math.nan
+        out[i] = c[i, int(j[0])]
+    if np.any(np.isnan(out)):
+        return math.nan
+    return log_bound(out, num_layers)
 
 
 #: The note of a bound that is undefined because a spectrum does not fit a float64.

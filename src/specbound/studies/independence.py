@@ -1,8 +1,16 @@
-"""Which result folders of a study share trained models (SPEC 10, protocol v4): two folders
-share a model when their task, their recipe (``RECIPE_KEYS``, from correlate.json or the zoo.json
-beside the manifest; a field only one side records does not tell models apart), and a model's
-configuration (the hyperparameter columns both have) and seed agree, whatever the CPU that
-retrained it. ``independence`` orders the folders (single zoos before pooled folders, more
+"""Which result folders of a study share trained models (SPEC 10, protocols v4 and v5): two
+folders share a model when their task, their effective recipe (``RECIPE_KEYS``, from
+correlate.json or the zoo.json beside the manifest; a field only one side records does not tell
+models apart), and a model's configuration (the hyperparameter columns both have) and seed agree,
+whatever the CPU that retrained it.
+
+Effective recipe (v5): a recipe key separates two zoos only where it changed some model's
+training. A step cap (``max_steps``) that differs separates them only when some model of either
+zoo trained for at least the smaller cap (``steps``, from the zoo.csv beside the manifest, every
+model converged or not; else from models.csv, and then only when no model was skipped as
+unconverged, since such a model ran to its cap); a cap no model reached changed nothing. Any other
+recipe key that differs (``target_loss``: the stopping rule every converged model met) separates
+them. ``independence`` orders the folders (single zoos before pooled folders, more
 models first, replicates, then the order given) and lets a folder join the family only when it
 shares no model with a member."""
 
@@ -12,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .correlate.manifest import read_zoo
 from .readback import read_zoo_json
 
 if TYPE_CHECKING:
@@ -40,6 +49,7 @@ def independence(
     )
     keys = {p: _model_keys(p, read[p], hyper) for p in paths}
     recipe = {p: _recipe(p, read[p][0]) for p in paths}
+    steps = {p: most_steps(p, read[p][0], read[p][2]) for p in paths}
 
     def pooled(p: Path) -> bool:
         return role.get(p, ("", ""))[0] == "pooled" or len(read[p][0].get("zoos") or []) >= 2
@@ -57,7 +67,7 @@ def independence(
     out: dict[Path, tuple[Path, int] | None] = {}
     for i in order:
         p = paths[i]
-        shared = [(q, _shared(p, q, keys, recipe, read)) for q in family]
+        shared = [(q, _shared(p, q, keys, recipe, read, steps)) for q in family]
         best = max(shared, key=lambda t: t[1], default=None)
         if best is None or best[1] == 0:
             family.append(p)
@@ -94,14 +104,18 @@ def _shared(
     keys: dict[Path, tuple[list[str], bool, set[tuple[Any, ...]]]],
     recipe: dict[Path, dict[str, Any]],
     read: Read,
+    steps: dict[Path, float | None] | None = None,
 ) -> int:
     """How many trained models the folders ``p`` and ``q`` share (module doc): 0 when their
-    task or a recipe field both record differs, else the models of ``p`` whose values on the
-    hyperparameter columns both have, and seed, match a model of ``q``."""
+    task or a recipe field both record separates them (``separates``), else the models of ``p``
+    whose values on the hyperparameter columns both have, and seed, match a model of ``q``."""
     if read[p][0].get("task") != read[q][0].get("task"):
         return 0
     rp, rq = recipe[p], recipe[q]
-    if any(rp[k] != rq[k] for k in rp.keys() & rq.keys()):
+    most = steps or {}
+    if any(
+        separates(k, rp[k], rq[k], most.get(p), most.get(q)) for k in sorted(rp.keys() & rq.keys())
+    ):
         return 0
     (cp, sp, kp), (cq, sq, kq) = keys[p], keys[q]
     common = [c for c in cp if c in cq]
@@ -111,6 +125,55 @@ def _shared(
     return sum(tuple(k[j] for j in ip) in other for k in kp)
 
 
+def separates(key: str, a: Any, b: Any, steps_a: float | None, steps_b: float | None) -> bool:
+    """Whether the recipe field ``key`` (values ``a``, ``b`` in two zoos) tells their models
+    apart (SPEC 10 v5: only where it changed some model's training). ``steps_a``, ``steps_b``:
+    the most steps any model of each zoo trained (None: unknown). A ``max_steps`` that differs
+    separates unless both are known and below the smaller cap; any other differing key does."""
+    if a == b:
+        return False
+    if key == "max_steps" and steps_a is not None and steps_b is not None:
+        try:
+            cap = min(float(a), float(b))
+        except (TypeError, ValueError):
+            return True
+        return not max(steps_a, steps_b) < cap
+    return True
+
+
+def most_steps(
+    folder: Path, meta: dict[str, Any], models: pd.DataFrame | None = None
+) -> float | None:
+    """The most steps any model of the folder's zoo trained: from the zoo.csv beside its
+    manifest (every model, converged or not), else from models.csv's ``steps`` when no model was
+    left out as unconverged (``n_unconverged`` 0); None when unknown."""
+    import pandas as pd
+
+    zoo_dir = _zoo_dir(folder, meta)
+    table = None
+    if zoo_dir is not None and (zoo_dir / "zoo.csv").is_file():
+        table = read_zoo(zoo_dir).table
+    elif models is not None and int(meta.get("n_unconverged", 1) or 0) == 0:
+        table = models
+    if table is None or "steps" not in table.columns or not len(table):
+        return None
+    s = pd.to_numeric(table["steps"], errors="coerce").to_numpy(float)
+    return float(s.max()) if s.size and not pd.isna(s).any() else None
+
+
+def _zoo_dir(folder: Path, meta: dict[str, Any]) -> Path | None:
+    """The zoo directory of the manifest a folder records (looked up from the folder's parents
+    and the working directory); None for a pooled folder, a manifest CSV or when not found."""
+    manifest = str(meta.get("manifest") or "")
+    if not manifest or " + " in manifest:
+        return None
+    zoo_dir = Path(manifest).parent if manifest.endswith(".csv") else Path(manifest)
+    for base in [*folder.resolve().parents, Path.cwd()]:
+        if (base / zoo_dir / "zoo.json").is_file():
+            return base / zoo_dir
+    return None
+
+
 def _recipe(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     """The recipe fields (``RECIPE_KEYS``) of a folder: ``meta["recipe"]`` when recorded, else
     those of the zoo.json beside its manifest (the manifest's folder looked up from the folder's
@@ -118,13 +181,8 @@ def _recipe(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     rec = meta.get("recipe")
     if isinstance(rec, dict):
         return {k: rec[k] for k in RECIPE_KEYS if k in rec}
-    manifest = str(meta.get("manifest") or "")
-    if not manifest or " + " in manifest:
+    zoo_dir = _zoo_dir(folder, meta)
+    if zoo_dir is None:
         return {}
-    zoo_dir = Path(manifest).parent if manifest.endswith(".csv") else Path(manifest)
-    for base in [*folder.resolve().parents, Path.cwd()]:
-        f = base / zoo_dir / "zoo.json"
-        if f.is_file():
-            z = read_zoo_json(f)
-            return {k: z[k] for k in RECIPE_KEYS if k in z}
-    return {}
+    z = read_zoo_json(zoo_dir / "zoo.json")
+    return {k: z[k] for k in RECIPE_KEYS if k in z}

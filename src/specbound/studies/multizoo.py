@@ -52,38 +52,14 @@ from ..io import output_dir
 from ..io.files import dumps_json, json_safe
 from ..validation import PathLike, Paths, Satisfies, Text, validate_params
 from . import readback as R
-from .correlate import verdicts as V
 from .correlate.table import split_seeds
 from .independence import independence
+from .protocol import verdicts as V
+from .protocol.adaptivity import ADAPTIVITY, pair_answer
+from .protocol.tables import EXPLORATORY_COLUMNS, PRIMARY_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
-
-PRIMARY_COLUMNS = (
-    "folder",
-    "task",
-    "zoos",
-    "role",
-    "group",
-    "contrast",
-    "measure",
-    "versus",
-    "statistic",
-    "delta",
-    "low",
-    "high",
-    "B",
-    "p",
-    "p_holm_folder",
-    "p_holm",
-    "verdict",
-    "verdict_stable",
-    "evidence",
-    "replicated",
-    "independence",
-    "overlaps",
-    "shared_models",
-)
 
 
 @dataclass
@@ -97,6 +73,9 @@ class Study:
     notes: list[str] = field(default_factory=list)
     #: folders sharing models with a family member: ``folder, overlaps, shared_models``
     secondary: list[dict[str, Any]] = field(default_factory=list)
+    #: Protocol v5's answer of each replicate pair of adaptivity zoos
+    #: (``adaptivity.pair_answer``); study.json's ``adaptivity`` (absent when empty).
+    adaptivity: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """What ``specbound study --json`` prints, less the output folder the CLI adds: a
@@ -115,6 +94,7 @@ class Study:
         )
         counts = fam["verdict"].value_counts().to_dict() if len(fam) else {}
         independent = sorted(set(fam["folder"])) if len(fam) else []
+        extra = {"adaptivity": list(self.adaptivity)} if self.adaptivity else {}
         return dict(
             json_safe(
                 {
@@ -129,6 +109,7 @@ class Study:
                     "verdicts": {str(k): int(v) for k, v in counts.items()},
                     "groups": list(self.groups),
                     "notes": list(self.notes),
+                    **extra,
                 }
             )
         )
@@ -227,6 +208,9 @@ def study(
     _mark_replicated(primary, groups, V)
     primary = primary[[*PRIMARY_COLUMNS]]
     exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
+    if len(exploratory.columns):  # the registry's columns first, a later version's after
+        extra = [c for c in exploratory.columns if c not in EXPLORATORY_COLUMNS]
+        exploratory = exploratory.reindex(columns=[*EXPLORATORY_COLUMNS, *extra])
     secondary = [
         {"folder": str(p), "overlaps": str(o[0]), "shared_models": o[1]}
         for p, o in over.items()
@@ -254,7 +238,28 @@ def study(
         for p in paths
         if not (read[p][1]["family"] == V.PRIMARY).any()
     ]
-    return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary)
+    answers = _adaptivity(groups, primary, read)
+    notes += [f"protocol v5, {a['group']}: {a['statement']}" for a in answers]
+    return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary, answers)
+
+
+def _adaptivity(
+    groups: list[dict[str, Any]], primary: pd.DataFrame, read: dict[Path, Any]
+) -> list[dict[str, Any]]:
+    """Protocol v5's answer (``adaptivity.pair_answer``) of every replicate group of two
+    folders whose correlate.json both say ``design: adaptivity``."""
+    out = []
+    for grp in groups:
+        reps = [Path(r) for r in grp.get("replicates", [])]
+        if len(reps) != 2 or any(read[r][0].get("design") != ADAPTIVITY for r in reps):
+            continue
+        shares = {
+            str(r): [c["share"] for c in (read[r][0].get("p_switch_share") or {}).get("cells", [])]
+            for r in reps
+        }
+        corr = {str(r): R.read_correlation_csv(r, read[r][0]) for r in reps}
+        out.append(pair_answer(grp["group"], [str(r) for r in reps], primary, shares, corr))
+    return out
 
 
 def _paths(

@@ -17,18 +17,21 @@ models.csv             :func:`read_models_csv`: ``model`` unique and non-empty; 
                        or in none); measures numbers
                        or empty; ``converged`` true/false; as many rows as ``n_models``
 skipped.csv            :func:`read_skipped_csv`: ``model`` unique, ``reason``
-differences.csv        :func:`read_differences_csv`: ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
+differences.csv        :func:`read_differences_csv` (``protocol.tables.DIFFERENCE_CELLS``):
+                       ``p``, ``p_holm``, ``q_bh`` in [0, 1] and
                        adjusted >= raw; ``B`` an integer >= 0; ``family`` primary/exploratory;
                        ``verdict`` a verdict word; one row per contrast (primary) and per
                        measure, versus, statistic (exploratory); with correlate.json: exactly
                        the primary contrasts its measures allow
-correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; tau and psi in [-1, 1],
-                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0; with
-                       correlate.json: one row per measure it lists
+correlation.csv        :func:`read_correlation_csv`: ``measure`` unique; every column of the
+                       protocol registry in its statistic's range (tau and psi in [-1, 1],
+                       sign-errors in [0, 1], cmi >= 0, counts integers >= 0:
+                       ``protocol.tables.correlation_schema``); with correlate.json: its axes'
+                       columns, one row per measure it lists
 zoo.json               :func:`read_zoo_json`: an object; ``task`` text, ``grid`` axis ->
                        non-empty list (``axes``: the manifest reader's axis checks)
-zoo.csv                the manifest reader (``correlate.manifest.read_zoo`` and
-                       ``validate_manifest``): :func:`read_zoo_csv`
+zoo.csv                the manifest reader, beside it:
+                       ``correlate.manifest.read_zoo_csv``
 claims.csv             :func:`read_claims_csv`: the six text columns, ``claim`` unique, ``verdict``
                        a verdict word
 =====================  ==========================================================================
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io.readback import (
+    ZOO_DESIGNS,
     Column,
     ReadbackError,
     fail,
@@ -53,6 +57,10 @@ from ..io.readback import (
     read_zoo_json,
     text_list,
 )
+from .protocol.families import primary_contrasts
+from .protocol.registry import REGISTRY, Cell
+from .protocol.tables import DIFFERENCE_CELLS, correlation_schema
+from .protocol.verdicts import PRIMARY, VERDICTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +73,6 @@ __all__ = [
     "read_differences_csv",
     "read_models_csv",
     "read_skipped_csv",
-    "read_zoo_csv",
     "read_zoo_json",
 ]
 
@@ -104,6 +111,12 @@ def read_correlate_json(path: str | Path) -> dict[str, Any]:
     for count in ("bootstrap", "seed", "primary_bootstrap"):
         json_field(meta, count, int, p, required=False, low=0)
     json_field(meta, "include_unconverged", bool, p, required=False)
+    design = json_field(meta, "design", (str, type(None)), p, required=False)
+    if design is not None and design not in ZOO_DESIGNS:
+        raise fail(p, None, None, f"'design' is {design!r}, not one of {', '.join(ZOO_DESIGNS)}")
+    family = json_field(meta, "primary_family", (str, type(None)), p, required=False)
+    if family is not None and family not in REGISTRY.families:
+        raise fail(p, None, None, f"'primary_family' is {family!r}, not a family of the protocol")
     text_list(meta, "missing_configurations", p, required=False)
     text_list(meta, "zoos", p, required=False)
     n: dict[str, int] = {
@@ -145,6 +158,24 @@ def read_models_csv(path: str | Path, meta: dict[str, Any]) -> pd.DataFrame:
     return models
 
 
+def read_pstar_csv(path: str | Path) -> pd.DataFrame:
+    """pstar.csv of a correlate folder (protocol v5's per-matrix table, ``correlate.modal``:
+    ``model, cell, layer, head, matrix_type, p_star, p_modal``), checked: p* in [0, 2] or empty,
+    one row per (model, layer, type, head)."""
+    p = folder_file(path, "pstar.csv")
+    schema = [
+        Column("model", "text"),
+        Column("cell", "text"),
+        Column("layer", "int", low=0),
+        Column("head", "int", low=-1),
+        Column("matrix_type", "text", choices=("QK", "OV", "M_in", "M_out")),
+        Column("p_star", empty=True, low=0.0, high=2.0),
+        Column("p_modal", empty=True, low=0.0, high=2.0),
+    ]
+    key = ["model", "layer", "matrix_type", "head"]
+    return read_table(p, schema, key=key, min_rows=0, what="pstar.csv")
+
+
 def read_skipped_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
     """skipped.csv of a correlate folder (``model, reason``; an empty file: none skipped)."""
     import pandas as pd
@@ -169,26 +200,8 @@ def _count(p: Path, meta: dict[str, Any], key: str, n: int, what: str) -> None:
 def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -> pd.DataFrame:
     """differences.csv of a correlate folder (or the file itself), checked (module doc); with
     the folder's correlate.json ``meta`` the primary rows must be those its measures allow."""
-    from .correlate import verdicts as V
-
     p = folder_file(path, "differences.csv")
-    unit = dict(empty=True, low=0.0, high=1.0)
-    schema = [
-        Column("measure", "text"),
-        Column("versus", "text"),
-        Column("statistic", "text"),
-        Column("delta", empty=True),
-        Column("low", empty=True),
-        Column("high", empty=True),
-        Column("family", "text", required=False, choices=(V.PRIMARY, V.EXPLORATORY)),
-        Column("contrast", "text", required=False, empty=True),
-        Column("B", "int", required=False, empty=True, low=0.0),
-        Column("p", required=False, **unit),  # type: ignore[arg-type]
-        Column("p_holm", required=False, **unit),  # type: ignore[arg-type]
-        Column("q_bh", required=False, **unit),  # type: ignore[arg-type]
-        Column("verdict", "text", required=False, choices=V.VERDICTS),
-        Column("evidence", "text", required=False, empty=True),
-    ]
+    schema = _columns_of(DIFFERENCE_CELLS)
     key = ["family", "measure", "versus", "statistic"] if "family" in _header(p) else []
     d = read_table(p, schema, key=key or ["measure", "versus", "statistic"], min_rows=0,
                    what="differences.csv")  # fmt: skip
@@ -201,18 +214,19 @@ def read_differences_csv(path: str | Path, meta: dict[str, Any] | None = None) -
                         p, i + 2, adjusted, f"{float(a[i])!r} is below p = {float(raw[i])!r}"
                     )
     if "family" in d.columns:
-        _check_primary(p, d, meta, V)
+        _check_primary(p, d, meta)
     return d
 
 
-def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any) -> None:
+def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None) -> None:
     """One primary row per contrast, with the contrast's measures (A1-A3 when the primary
     statistic, correlate.json's or else the rows', is tau_arch; else P1-P3); with ``meta``:
     exactly the contrasts whose two measures it lists, on its primary statistic."""
-    prim = d[d["family"] == V.PRIMARY]
+    prim = d[d["family"] == PRIMARY]
     stats = set(prim["statistic"]) if "statistic" in prim.columns else set()
     stat = (meta or {}).get("primary_statistic") or (stats.pop() if len(stats) == 1 else "")
-    known = {c: (a, b) for c, a, b in V.primary_contrasts(str(stat))}
+    family = (meta or {}).get("primary_family")
+    known = {c: (a, b) for c, a, b in primary_contrasts(str(stat), family)}
     seen: set[str] = set()
     for i, row in prim.iterrows():
         c = row.get("contrast")
@@ -238,6 +252,24 @@ def _check_primary(p: Path, d: pd.DataFrame, meta: dict[str, Any] | None, V: Any
                 raise fail(p, int(i) + 2, "statistic", f"{row['statistic']!r}, not {stat!r}")
 
 
+def _columns_of(cells: list[Cell] | tuple[Cell, ...]) -> list[Column]:
+    """The registry's typed columns (``protocol.registry.Cell``) as the reader's schema; a cell
+    of kind any is kept as read (not in the schema)."""
+    return [
+        Column(
+            c.name,
+            c.kind,
+            required=c.required,
+            empty=c.empty,
+            low=c.low,
+            high=c.high,
+            choices=c.choices,
+        )
+        for c in cells
+        if c.kind != "any"
+    ]
+
+
 def _header(p: Path) -> list[str]:
     import csv
 
@@ -252,19 +284,8 @@ def read_correlation_csv(path: str | Path, meta: dict[str, Any] | None = None) -
     """correlation.csv of a correlate folder (or the file itself), checked (module doc); with
     the folder's correlate.json ``meta``: one row per measure it lists, no other."""
     p = folder_file(path, "correlation.csv")
-    cols = _header(p)
-    schema = [Column("measure", "text")]
-    for c in cols:
-        if c == "measure" or c.endswith("_axes") or c.endswith("_axis") or c == "verdict":
-            continue
-        if c in ("n_models", "n_configurations") or c.endswith(("_pairs", "_groups")):
-            schema.append(Column(c, "int", empty=True, low=0.0))
-        elif c.startswith(("kendall_tau", "psi", "tau_fixed_n")):
-            schema.append(Column(c, empty=True, low=-1.0, high=1.0))
-        elif c.startswith("sign_error"):
-            schema.append(Column(c, empty=True, low=0.0, high=1.0))
-        elif c.startswith("cmi"):
-            schema.append(Column(c, empty=True, low=0.0))
+    axes = None if meta is None else list(meta["axes"])
+    schema = _columns_of(correlation_schema(_header(p), axes))
     table = read_table(p, schema, key=["measure"], min_rows=0, what="correlation.csv")
     if meta is not None and set(table["measure"]) != set(meta["measures"]):
         odd = sorted(set(meta["measures"]) ^ set(table["measure"]))[0]
@@ -274,27 +295,15 @@ def read_correlation_csv(path: str | Path, meta: dict[str, Any] | None = None) -
     return table
 
 
-def read_zoo_csv(path: str | Path) -> pd.DataFrame:
-    """zoo.csv of a zoo directory (or a manifest): the manifest reader's table, with the value
-    checks of the first read (``validate_manifest``)."""
-    from .correlate import manifest as M
-
-    zoo = M.read_zoo(path)
-    M.validate_manifest(zoo, ())
-    return zoo.table
-
-
 def read_claims_csv(path: str | Path) -> pd.DataFrame:
     """claims.csv (benchmarks/generalization): the columns ``CLAIM_COLUMNS`` in order, every
     cell text, ``claim`` unique, ``verdict`` a verdict word."""
     import pandas as pd
 
-    from .correlate import verdicts as V
-
     p = Path(path)
     if _header(p) != list(CLAIM_COLUMNS) and p.is_file() and p.stat().st_size:
         raise fail(p, 1, None, f"the columns must be {','.join(CLAIM_COLUMNS)}")
     schema = [Column(c, "text") for c in CLAIM_COLUMNS[:-1]]
-    schema.append(Column("verdict", "text", choices=V.VERDICTS))
+    schema.append(Column("verdict", "text", choices=VERDICTS))
     claims = read_table(p, schema, key=["claim"], min_rows=0, what="claims.csv")
     return claims.astype(str) if len(claims) else pd.DataFrame(columns=list(CLAIM_COLUMNS))

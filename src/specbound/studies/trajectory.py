@@ -29,6 +29,7 @@ from ..io.outdir import local_inputs
 from ..track import (
     ANALYSIS_COLUMNS,
     BASE_COLUMNS,
+    FORM_COLUMNS,
     NOTE_COLUMNS,
     TYPE_COLUMNS,
     all_data_measure_names,
@@ -81,7 +82,7 @@ def measure_columns(df: pd.DataFrame) -> list[str]:
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """The columns the training loop reported (not computed by the tracker)."""
-    known = {*BASE_COLUMNS, *TYPE_COLUMNS, *ANALYSIS_COLUMNS, *NOTE_COLUMNS}
+    known = {*BASE_COLUMNS, *TYPE_COLUMNS, *ANALYSIS_COLUMNS, *FORM_COLUMNS, *NOTE_COLUMNS}
     known |= {*all_measure_names(), *all_data_measure_names(), *computed_columns()}
     return [c for c in df.columns if c not in known]
 

@@ -33,6 +33,7 @@ from .tracker import (
 from .trackfile import (
     ANALYSIS_COLUMNS,
     BASE_COLUMNS,
+    FORM_COLUMNS,
     NOTE_COLUMN,
     NOTE_COLUMNS,
     TRACK_CSV,
@@ -47,6 +48,7 @@ from .trackfile import (
 __all__ = [
     "ANALYSIS_COLUMNS",
     "BASE_COLUMNS",
+    "FORM_COLUMNS",
     "NOTE_COLUMN",
     "NOTE_COLUMNS",
     "TRACK_CSV",

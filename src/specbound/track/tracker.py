@@ -37,6 +37,7 @@ from .sinks import make_sinks
 from .trackfile import (
     ANALYSIS_COLUMNS,
     BASE_COLUMNS,
+    FORM_COLUMNS,
     NOTE_COLUMN,
     TYPE_COLUMNS,
     TYPE_STATS,
@@ -67,6 +68,7 @@ def computed_columns() -> list[str]:
         + all_data_measure_names()
         + list(TYPE_COLUMNS)
         + list(ANALYSIS_COLUMNS)
+        + list(FORM_COLUMNS)
         + [NOTE_COLUMN]
     )
 
@@ -157,6 +159,10 @@ def weights_finite(module: Any) -> bool:
         if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(t.isfinite().all()):
             return False
     return True
+
+
+def _as_float(v: float | None) -> float | None:
+    return None if v is None else float(v)
 
 
 def _analysis_value(a: Any, name: str) -> float | None:
@@ -361,6 +367,8 @@ class Tracker:
         else:
             stats = {c: None for c in TYPE_COLUMNS}
         extras = {c: (_analysis_value(a, c) if a is not None else None) for c in ANALYSIS_COLUMNS}
+        forms = a.fixed_index_forms() if a is not None else {}
+        extras.update({c: _as_float(forms.get(c)) for c in FORM_COLUMNS})
         took = _clock() - start
         self._analysis_total += took
         self._last_step = step

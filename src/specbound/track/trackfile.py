@@ -4,7 +4,8 @@ Columns::
 
     step, wall_s, analysis_s, <metrics the loop reported>, <measures>, <data measures>,
     QK_mean_p_star, QK_share_p0, QK_contribution, ... (OV, M_in, M_out),
-    spectrum_adaptive_share_p0, spectrum_adaptive_ceiling_gap, adaptive_headroom_min, nonfinite
+    spectrum_adaptive_share_p0, spectrum_adaptive_ceiling_gap, adaptive_headroom_min,
+    spectrum_adaptive_fixed_p0.5, spectrum_adaptive_fixed_p1, spectrum_adaptive_fixed_p2, nonfinite
 
 Whole rows only: each row is appended with one ``os.write`` + fsync, and a failed write (a full
 disk) is truncated back to the last whole row before :class:`SpecboundError` names the file; a
@@ -34,6 +35,7 @@ from ..io import atomic_file
 from ..io.checkpoint import check_regular_file
 from ..io.readback import Column, check_column, fail, read_json_object
 from ..linalg.spectra import MATRIX_TYPES
+from ..measures.spectrum_adaptive import FIXED_FORMS
 from ..studies.gap import ACCURACY_PAIRS
 
 if TYPE_CHECKING:
@@ -53,6 +55,8 @@ ANALYSIS_COLUMNS = (
     "spectrum_adaptive_ceiling_gap",
     "adaptive_headroom_min",
 )
+#: The fixed-index forms of SPEC 10 v5 (``Analysis.fixed_index_forms``), after those.
+FORM_COLUMNS = FIXED_FORMS
 #: The count of the row's values that were not finite numbers (written empty).
 NOTE_COLUMN = "nonfinite"
 #: Every column that is not a metric the loop reports (``trajectory`` plots none of them as

@@ -108,7 +108,7 @@ def test_bad_options_before_analysis(tmp_path, kw, match):
 
 def test_bootstrap_counts_beyond_memory_are_refused():
     with pytest.raises(SpecboundError, match="lower bootstrap"):
-        C.table.check_size(100_000, 20_000, 100_000)
+        C.rules.check_size(100_000, 20_000, 100_000)
 
 
 def test_default_axes_leave_out_seed(tmp_path):

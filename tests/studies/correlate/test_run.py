@@ -512,10 +512,13 @@ def test_correlate_api_writes_tables_a_reader_can_recompute(tmp_path):
         "correlation.csv",
         "differences.csv",
         "skipped.csv",
+        "pstar.csv",  # protocol v5's per-matrix table
         "correlate.json",
     ]
     models = pd.read_csv(out / "models.csv")
-    assert list(models.columns[-3:]) == list(C.CEILING_COLUMNS)
+    forms = ["spectrum_adaptive_fixed_p0.5", "spectrum_adaptive_fixed_p1"]
+    forms += ["spectrum_adaptive_fixed_p2", "spectrum_adaptive_modal"]
+    assert list(models.columns[-7:]) == list(C.CEILING_COLUMNS) + forms
     assert C.CEILING_COLUMNS[-1] == "adaptive_headroom_min"
     check_tables_against_reference(out, ["depth", "width", "train_size"])
     corr = pd.read_csv(out / "correlation.csv")

@@ -13,8 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specbound.studies.correlate import stats as S
+from specbound.studies.correlate import rules as RU
 from specbound.studies.correlate import table as T
+from specbound.studies.correlate.rules import interval_statistics
+from specbound.studies.protocol import stats as S
+from specbound.studies.protocol.tables import DIFFERENCE_COLUMNS
 from tests.support.correlate_reference import configurations, expand, reference
 
 
@@ -92,7 +95,7 @@ def test_seeds_are_replicates_hand_t3():
     # Psi = 7/24; psi_fixed_n = psi_lr = 1/2.
     # tau_fixed_n: n=100: S = 3, mu tie (2,3): 3 / sqrt(5 * 6); n=400: g tie (6,7): same.
     # sign-error train_size: 8 pairs, errors 0, 1/2, 0, 0, 0, 1, 0, 1 -> 2.5/8; lr: 8 pairs, 0.
-    codes = T.axis_codes(T3, ["train_size", "lr"])
+    codes = RU.axis_codes(T3, ["train_size", "lr"])
     st_ = point(T3["mu"], T3["gap"], codes, T3["train_size"].to_numpy(float), 0)
     assert [p[0] for p in st_.psi_axes] == pytest.approx([1 / 12, 1 / 2], abs=1e-15)
     assert [p[0] for p in st_.psi_groups] == [2, 2]
@@ -124,7 +127,7 @@ def test_single_valued_axis_and_constant_n_are_undefined():
 
 
 def test_configuration_bootstrap_keeps_seeds_together():
-    config = S.row_ids(T.axis_codes(T3, ["train_size", "lr"]))
+    config = S.row_ids(RU.axis_codes(T3, ["train_size", "lr"]))
     w = S.bootstrap_weights(config, 200, 5)
     assert w.shape == (200, 8)
     for c in range(4):  # the two seeds of a configuration always come together
@@ -156,11 +159,11 @@ def test_differences_are_paired_point_differences():
     measures = ["good", "noise", "num_parameters", "sample_size_only"]
     tabs = T.correlation_study(df, measures, ["depth", "width", "train_size"], bootstrap=1000)
     corr, diffs = tabs.correlation.set_index("measure"), tabs.differences
-    assert list(diffs.columns) == T.DIFFERENCE_COLUMNS
+    assert list(diffs.columns) == DIFFERENCE_COLUMNS
     # every axis is a cell key of tau_arch (depth x width x n): no cell holds 3 models, no
     # tau_arch, so no tau_arch row
     assert (corr["tau_arch_cells"] == 0).all()
-    assert set(diffs["statistic"]) == set(T.INTERVAL_STATS)
+    assert set(diffs["statistic"]) == set(interval_statistics())
     for r in diffs.itertuples():
         a, b = corr.loc[r.measure, r.statistic], corr.loc[r.versus, r.statistic]
         if math.isnan(a) or math.isnan(b):  # sample_size_only is constant within each n
@@ -171,13 +174,13 @@ def test_differences_are_paired_point_differences():
         )
         assert r.low - 1e-12 <= r.delta <= r.high + 1e-12, r
     good = diffs[(diffs.measure == "good") & (diffs.versus == "noise")]
-    assert set(good["statistic"]) == set(T.INTERVAL_STATS)  # noise is never best: good is
+    assert set(good["statistic"]) == set(interval_statistics())  # noise is never best: good is
     assert (good["low"] > 0).all()  # significantly better on every statistic
     vs = diffs[diffs.measure == "noise"].groupby("statistic")["versus"].apply(set)
-    for st_name in T.INTERVAL_STATS:
+    for st_name in interval_statistics():
         assert {"num_parameters", "sample_size_only", "good"} <= vs[st_name]
     assert corr.loc["good", "verdict"].startswith("predicts the gap")
-    assert T.better_word(0.1, 0.3) == "better" and T.better_word(-0.1, 0.3) == "not shown"
+    assert RU.better_word(0.1, 0.3) == "better" and RU.better_word(-0.1, 0.3) == "not shown"
 
 
 def test_bootstrap_intervals_are_percentiles_of_the_reference():
@@ -329,7 +332,7 @@ def test_resample_statistics_match_expanded_lists(des, seed):
 def test_streamed_paths_equal_the_in_memory_ones(monkeypatch):
     # large sets (scipy per draw) and CMI in blocks of a few pairs give the same numbers as the
     # small-set sign matrices and one block: memory is bounded without changing any result
-    from specbound.studies.correlate import mutual_info as CM
+    from specbound.studies.protocol import mutual_info as CM
 
     rng = np.random.default_rng(2)
     m = 60
@@ -390,10 +393,10 @@ def test_psi_fixed_n_when_an_axis_other_than_train_size_sets_n():
     df = pd.DataFrame(rows, columns=["depth", "lr", "train_fraction", "train_size", "seed", "gap"])
     df["m"] = df["gap"] + 0.02 * rng.standard_normal(len(df))
     by_fraction = T.correlation_study(df, ["m"], ["depth", "lr", "train_fraction"], bootstrap=0)
-    assert T.size_axis(df, ["depth", "lr", "train_fraction"]) == "train_fraction"
+    assert RU.size_axis(df, ["depth", "lr", "train_fraction"]) == "train_fraction"
     same = df.drop(columns=["train_fraction"])
     by_size = T.correlation_study(same, ["m"], ["depth", "lr", "train_size"], bootstrap=0)
     a, b = by_fraction.correlation.iloc[0], by_size.correlation.iloc[0]
     assert not math.isnan(a["psi_fixed_n"])
     assert a["psi_fixed_n"] == b["psi_fixed_n"] and a["tau_fixed_n"] == b["tau_fixed_n"]
-    assert T.size_axis(df, ["depth", "lr"]) is None  # no axis sets n
+    assert RU.size_axis(df, ["depth", "lr"]) is None  # no axis sets n

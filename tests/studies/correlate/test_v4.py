@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from specbound.studies.correlate import arch as A
-from specbound.studies.correlate import verdicts as V
+from specbound.studies.protocol import arch as A
+from specbound.studies.protocol import families as F
+from specbound.studies.protocol import verdicts as V
 
 
 def _cells(keys: list[tuple[int, int]]) -> list[np.ndarray]:
@@ -72,12 +73,12 @@ def test_a_verdict_must_survive_every_seed():
 
 
 def test_designed_for_arch_rule():
-    assert V.designed_for_arch(n_sizes=1, cells_ok=2)
-    assert V.designed_for_arch(n_sizes=0, cells_ok=9)
-    assert not V.designed_for_arch(n_sizes=2, cells_ok=9)  # n varies: tau_fixed_n's zoo
-    assert not V.designed_for_arch(n_sizes=1, cells_ok=1)
-    assert [c[0] for c in V.primary_contrasts(V.TAU_ARCH)] == ["A1", "A2", "A3"]
-    assert [c[0] for c in V.primary_contrasts("tau_fixed_n")] == ["P1", "P2", "P3"]
+    assert F.designed_for_arch(n_sizes=1, cells_ok=2)
+    assert F.designed_for_arch(n_sizes=0, cells_ok=9)
+    assert not F.designed_for_arch(n_sizes=2, cells_ok=9)  # n varies: tau_fixed_n's zoo
+    assert not F.designed_for_arch(n_sizes=1, cells_ok=1)
+    assert [c[0] for c in F.primary_contrasts(F.TAU_ARCH)] == ["A1", "A2", "A3"]
+    assert [c[0] for c in F.primary_contrasts("tau_fixed_n")] == ["P1", "P2", "P3"]
 
 
 def _arch_zoo(depth: bool = True):
@@ -109,7 +110,7 @@ def test_primary_choice_selects_the_family():
     measures.append("num_parameters")
     axes = ["depth", "width", "lr", "wd"]
     auto = T.correlation_study(df, measures, axes, bootstrap=200)
-    assert auto.primary_statistic == V.TAU_ARCH
+    assert auto.primary_statistic == F.TAU_ARCH
     prim = auto.differences[auto.differences["family"] == "primary"]
     assert list(prim["contrast"]) == ["A1", "A2", "A3"]
     assert set(prim["verdict_stable"]) <= {"yes", "no"}

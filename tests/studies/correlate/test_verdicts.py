@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from specbound.errors import SpecboundValueError
-from specbound.studies.correlate import verdicts as V
+from specbound.studies.protocol import families as F
+from specbound.studies.protocol import verdicts as V
 
 
 def test_bootstrap_p_hand_values():
@@ -108,7 +109,7 @@ def test_evidence_and_reason_strings():
     r = V.reason(**dict(GOOD, B=999, n_configurations=2), p_adj=0.001, statistic="psi")
     assert r == "insufficient evidence: B = 999 < 1000 draws, 2 < 8 configurations"
     assert V.reason(**GOOD, p_adj=0.001, statistic="psi").startswith("better: adjusted p 0.001")
-    assert V.primary_statistic(3) == "tau_fixed_n" and V.primary_statistic(1) == "kendall_tau"
+    assert F.primary_statistic(3) == "tau_fixed_n" and F.primary_statistic(1) == "kendall_tau"
     assert set(V.VERDICTS) == {
         "better",
         "worse",

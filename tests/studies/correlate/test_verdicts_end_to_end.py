@@ -14,7 +14,7 @@ import pytest
 
 from specbound.errors import SpecboundValueError
 from specbound.studies import correlate as C
-from specbound.studies.correlate import verdicts as V
+from specbound.studies.protocol import verdicts as V
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.cli_runner import run_cli
 
@@ -223,7 +223,7 @@ def test_primary_rows_holm_bh_and_verdicts_follow_the_rules(tmp_path):
 
 
 def test_cmi_draws_with_unit_weights_is_cmi():
-    from specbound.studies.correlate.mutual_info import cmi, cmi_draws
+    from specbound.studies.protocol.mutual_info import cmi, cmi_draws
 
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 3, (30, 3))

@@ -14,7 +14,7 @@ import numpy as np
 from ...measures import get_measure, measure_names
 from ...naming import natural_key
 from ...studies.correlate.ceiling import CEILING_THRESHOLD
-from ...studies.correlate.stats import cell_r2
+from ...studies.protocol.stats import cell_r2
 from ..numbers import as_float, interval, is_undefined
 from .style import (
     SMALL,

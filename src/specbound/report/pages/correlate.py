@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...naming import display_names
-from ...studies.correlate.rules import BASELINES
-from ...studies.correlate.table import better_word, verdict
+from ...studies.correlate.rules import BASELINES, better_word, verdict
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
 from ..figures.style import writing_formats
 from ..html import figure_html, file_link, files_html, interval, page, render, table

@@ -1,10 +1,10 @@
-"""Does a measure predict generalization? The correlation protocol of SPEC 10 (protocol v3).
+"""Does a measure predict generalization? The driver of SPEC 10's correlation protocol: the
+protocol itself (its statistics, contrasts, tables' columns, verdict rules) is
+``studies.protocol``'s registry and math.
 
-- :mod:`.stats`: the statistics, pure functions on numpy arrays (Kendall tau-b, Jiang's tau,
-  granulated Psi, tau_fixed_n, psi_fixed_n, sign-errors, the configuration bootstrap);
-- :mod:`.mutual_info`: Jiang's conditional mutual information, streamed over blocks of pairs;
-- :mod:`.table`: correlation.csv and differences.csv from a models table, verdict words;
-- :mod:`.verdicts`: from statistics to verdicts (bootstrap p, Holm, BH, minimum evidence);
+- :mod:`.rows`: one measure's row of correlation.csv, every statistic of the registry;
+- :mod:`.table`: correlation.csv and differences.csv from a models table;
+- :mod:`.rules`: the baselines, the bootstrap settings' checks, a row's verdict words;
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
 - :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables);
@@ -12,7 +12,22 @@
 """
 
 from ..gap import GAP_KINDS, gap_values
-from . import verdicts
+from ..protocol import verdicts
+from ..protocol.mutual_info import axis_subsets, cmi, cmi_draws, cmi_values
+from ..protocol.statistics import EMPTY_SET
+from ..protocol.stats import (
+    MIN_SIGN_PAIRS,
+    TOO_FEW_PAIRS,
+    axis_groups,
+    bootstrap_config_counts,
+    bootstrap_weights,
+    granulated_psi,
+    jiang_tau,
+    kendall_tau,
+    percentile_interval,
+    sign_error,
+)
+from ..protocol.tables import DIFFERENCE_COLUMNS, correlation_columns
 from .ceiling import CEILING_COLUMNS, CEILING_THRESHOLD, rank_ceiling
 from .jobs import Analyzer, missing_configurations, model_worker
 from .manifest import (
@@ -27,35 +42,17 @@ from .manifest import (
     resolve_entry,
     validate_manifest,
 )
-from .mutual_info import axis_subsets, cmi, cmi_draws, cmi_values
 from .result import SKIPPED_COLUMNS, Correlation, write_tables
-from .run import add_bound_forms, correlate, measure_registry, output_columns
-from .stats import (
-    MIN_SIGN_PAIRS,
-    TOO_FEW_PAIRS,
-    axis_groups,
-    bootstrap_config_counts,
-    bootstrap_weights,
-    granulated_psi,
-    jiang_tau,
-    kendall_tau,
-    percentile_interval,
-    sign_error,
-)
-from .table import (
+from .rules import (
     BASELINES,
-    DIFFERENCE_COLUMNS,
-    EMPTY_SET,
-    INTERVAL_STATS,
     MAX_BOOTSTRAP,
     axis_codes,
     better_word,
-    correlation_columns,
-    correlation_study,
-    correlation_table,
-    differences,
+    interval_statistics,
     verdict,
 )
+from .run import add_bound_forms, correlate, measure_registry, output_columns
+from .table import correlation_study, correlation_table, differences
 
 __all__ = [
     "BASELINES",
@@ -64,7 +61,6 @@ __all__ = [
     "DIFFERENCE_COLUMNS",
     "EMPTY_SET",
     "GAP_KINDS",
-    "INTERVAL_STATS",
     "MAX_BOOTSTRAP",
     "METRIC_COLUMNS",
     "MIN_SIGN_PAIRS",
@@ -93,6 +89,7 @@ __all__ = [
     "differences",
     "gap_values",
     "granulated_psi",
+    "interval_statistics",
     "jiang_tau",
     "kendall_tau",
     "measure_registry",

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .stats import cell_r2
+from ...measures.spectrum_adaptive import FIXED_FORMS, MODAL_FORM
+from ..protocol.stats import cell_r2
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,14 +27,18 @@ CEILING_COLUMNS = (
     "spectrum_adaptive_ceiling_gap",
     "adaptive_headroom_min",
 )
+#: Protocol v5's forms of the proxy (SPEC 10): the fixed-index forms (from each model's own
+#: analysis) and the modal form (from its cell, ``correlate.modal``). Columns of models.csv
+#: after ``CEILING_COLUMNS``; measures (exploratory rows) only in an adaptivity zoo.
+FORM_COLUMNS = (*FIXED_FORMS, MODAL_FORM)
 CEILING_THRESHOLD = 1e-3
 #: The architecture axes whose cells the R^2 uses (those of them that are columns).
 ARCHITECTURE_COLUMNS = ("depth", "width")
 
 
 def diagnostics_of(analysis: Any) -> dict[str, float | None]:
-    """The per-model columns (``CEILING_COLUMNS``) from an ``Analysis`` (None where it does
-    not provide them)."""
+    """The per-model columns (``CEILING_COLUMNS``, then the fixed-index forms of
+    ``FORM_COLUMNS``) from an ``Analysis`` (None where it does not provide them)."""
     out: dict[str, float | None] = {}
     for col in CEILING_COLUMNS:
         v = getattr(analysis, col, None)
@@ -41,6 +46,9 @@ def diagnostics_of(analysis: Any) -> dict[str, float | None]:
             out[col] = None if v is None else float(v)
         except (TypeError, ValueError):
             out[col] = None
+    forms = getattr(analysis, "fixed_index_forms", None)
+    if callable(forms):
+        out.update({k: float(v) for k, v in forms().items()})
     return out
 
 

@@ -57,6 +57,8 @@ class Zoo:
     task: str | None = None
     #: zoo.json's grid (axis -> values, seed included), None for a bare manifest.
     grid: dict[str, list[Any]] | None = None
+    #: zoo.json's ``design`` (``io.readback.ZOO_DESIGNS``: ``adaptivity``), None when it has none.
+    design: str | None = None
 
 
 def parse_axes(axes: str | Sequence[str] | None) -> list[str] | None:
@@ -94,7 +96,8 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
     _check_models(table, manifest)
     chosen = _choose_axes(table, manifest, meta, parse_axes(axes))
     task = meta.get("task")
-    return Zoo(manifest, table, chosen, None if task is None else str(task), _grid(meta))
+    design = meta.get("design")
+    return Zoo(manifest, table, chosen, None if task is None else str(task), _grid(meta), design)
 
 
 def _locate(p: Path) -> tuple[Path, dict[str, Any]]:
@@ -353,3 +356,11 @@ def validate_manifest(
                     f"manifest {manifest}: axis '{a}' of model '{table['model'].iloc[i]}' "
                     f"(row {i + 2}) is {val!r}, which holds '$' (TeX); write it without '$'"
                 )
+
+
+def read_zoo_csv(path: str | Path) -> pd.DataFrame:
+    """zoo.csv of a zoo directory (or a manifest), read back: the manifest reader's table, with
+    the value checks of the first read (:func:`read_zoo`, :func:`validate_manifest`)."""
+    zoo = read_zoo(path)
+    validate_manifest(zoo, ())
+    return zoo.table

@@ -26,9 +26,11 @@ from ...errors import Param, SpecboundError
 from ...io.outdir import local_inputs
 from ...validation import validate_params
 from .. import readback as R
+from . import rules as RU
 from . import table as T
-from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
 from .jobs import missing_configurations
+from .modal import PSTAR_CSV, pooled_pstar, switch_shares
 from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
@@ -61,6 +63,10 @@ class Part:
     manifest: str = ""
     #: What ``Correlation.inputs`` of the pool holds for this part (that field's doc).
     inputs: tuple[str, ...] = ()
+    #: Protocol v5's per-matrix table (pstar.csv, ``modal.PSTAR_COLUMNS``); None: none.
+    pstar: pd.DataFrame | None = None
+    #: SPEC 10 v5's design (correlate.json ``design``), None for none.
+    design: str | None = None
 
 
 def is_result_folder(path: str | Path) -> bool:
@@ -88,6 +94,8 @@ def part_of(result: Correlation, name: str | None = None) -> Part:
         list(result.missing),
         manifest=str(result.manifest),
         inputs=tuple(result.inputs),
+        pstar=result.pstar,
+        design=result.design,
     )
 
 
@@ -105,6 +113,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     models = R.read_models_csv(p, meta)
     skipped = R.read_skipped_csv(p, meta)
     measures = list(meta["measures"])
+    pstar = R.read_pstar_csv(p) if (p / PSTAR_CSV).is_file() else None
     missing: list[str] | None = None
     notes: list[str] = []
     if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
@@ -144,6 +153,8 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         notes,
         manifest,
         local_inputs(grid) if grid is not None else (),
+        pstar,
+        None if meta.get("design") is None else str(meta["design"]),
     )
 
 
@@ -212,7 +223,7 @@ def _check_no_model_twice(parts: Sequence[Part]) -> None:
 
 
 @validate_params(
-    {"bootstrap": T.BOOTSTRAP_OR_ZERO, "seed": T.SEED, "level": T.LEVEL, "primary": T.PRIMARY}
+    {"bootstrap": RU.BOOTSTRAP_OR_ZERO, "seed": RU.SEED, "level": RU.LEVEL, "primary": RU.PRIMARY}
 )
 def pool(
     parts: Sequence[Part],
@@ -237,11 +248,18 @@ def pool(
     models, skipped = _joined(parts, names)
     models = _ordered(models, first.axes, measures, dropped)
     missing = _missing(parts)
+    design = first.design if all(q.design == first.design for q in parts) else None
     tables = T.correlation_study(
         models, measures, first.axes, bootstrap=bootstrap, seed=seed, level=level,
-        missing=missing, primary=primary,
+        missing=missing, primary=primary, design=design,
     )  # fmt: skip
     notes = _notes(parts, names, dropped, missing) + tables.notes
+    counts = _name_counts(parts)
+    renamed = [
+        None if q.pstar is None else q.pstar.assign(model=_prefixed(q.pstar["model"], n, counts))
+        for q, n in zip(parts, names, strict=True)
+    ]
+    pstar = pooled_pstar(renamed, names)
     return Correlation(
         models=models,
         correlation=tables.correlation,
@@ -266,6 +284,10 @@ def pool(
         primary_bootstrap=tables.primary_bootstrap,
         zoos=names,
         inputs=tuple(dict.fromkeys(i for q in parts for i in q.inputs)),
+        design=design,
+        primary_family=tables.primary_family,
+        p_switch_share=None if pstar is None else switch_shares(pstar),
+        pstar=pstar,
     )
 
 
@@ -304,11 +326,7 @@ def _joined(parts: Sequence[Part], names: list[str]) -> tuple[pd.DataFrame, list
     skipped models; a model name is prefixed with its zoo only where two parts share it."""
     import pandas as pd
 
-    counts: dict[str, int] = {}
-    for q in parts:
-        gone = q.skipped["model"].astype(str) if "model" in q.skipped.columns else []
-        for m in {*q.models["model"].astype(str), *gone}:
-            counts[m] = counts.get(m, 0) + 1
+    counts = _name_counts(parts)
     frames, skipped = [], []
     for name, q in zip(names, parts, strict=True):
         m = q.models.copy()
@@ -321,6 +339,16 @@ def _joined(parts: Sequence[Part], names: list[str]) -> tuple[pd.DataFrame, list
             s["model"] = _prefixed(s["model"], name, counts)
         skipped.append(s)
     return pd.concat(frames, ignore_index=True, sort=False), skipped
+
+
+def _name_counts(parts: Sequence[Part]) -> dict[str, int]:
+    """{model name: the number of parts that hold it (analyzed or skipped)}."""
+    counts: dict[str, int] = {}
+    for q in parts:
+        gone = q.skipped["model"].astype(str) if "model" in q.skipped.columns else []
+        for m in {*q.models["model"].astype(str), *gone}:
+            counts[m] = counts.get(m, 0) + 1
+    return counts
 
 
 def _prefixed(column: pd.Series, name: str, counts: dict[str, int]) -> list[str]:
@@ -341,11 +369,12 @@ def _ordered(
         for c in models.columns
         if c not in front
         and c not in measures
-        and c not in ("gap", "converged", *CEILING_COLUMNS)
+        and c not in ("gap", "converged", *CEILING_COLUMNS, *FORM_COLUMNS)
         and c not in dropped
     ]
     tail = ["gap", *(["converged"] if "converged" in models.columns else [])]
-    return models[front + rest + tail + measures + list(CEILING_COLUMNS)]
+    forms = [c for c in FORM_COLUMNS if c in models.columns and c not in measures]
+    return models[front + rest + tail + measures + list(CEILING_COLUMNS) + forms]
 
 
 def _notes(

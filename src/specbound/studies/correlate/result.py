@@ -16,25 +16,23 @@ render):
     ``spectrum_adaptive_share_p0``, ``spectrum_adaptive_ceiling_gap`` (the rank-ceiling
     diagnosis, SPEC 10) and ``adaptive_headroom_min`` (SPEC 4; each empty when the analysis
     does not provide it).
-``correlation.csv``: one row per measure (``table.correlation_columns(axes)``):
-    ``measure, n_models, n_configurations, kendall_tau, kendall_tau_low, kendall_tau_high,
-    psi, psi_low, psi_high``, per axis a ``psi_<a>, psi_<a>_groups, psi_<a>_pairs``, then
-    ``tau_fixed_n, tau_fixed_n_low, tau_fixed_n_high, psi_fixed_n, psi_fixed_n_low,
-    psi_fixed_n_high, cmi, cmi_low, cmi_high, cmi_axes, sign_error``, per axis a ``sign_error_<a>,
-    sign_error_<a>_low, sign_error_<a>_high, sign_error_<a>_pairs``, then
-    ``sign_error_robust`` (empty when no axis has >= 10 pairs), ``sign_error_robust_axis``
-    (the axis, or the words ``too few pairs``), ``verdict`` (SPEC 10's words: "predicts the
-    gap (...)", "ranks the gap the wrong way (...)", "fails on axis a (...)" joined by "; ",
-    or "undetermined: ..." with the counts; "insufficient evidence: ..." with fewer than 8
-    configurations or 1000 draws; the grid's configurations without a usable model named
-    after it). ``cmi_axes``: the S attaining the minimum, axes
-    joined by "+", ``(none)`` for the empty set. Undefined numbers are empty cells.
+``correlation.csv``: one row per measure, the columns of the protocol registry
+    (``protocol.tables.correlation_columns(axes)``): ``measure, n_models, n_configurations``, each
+    statistic's columns in registry order (``protocol.statistics``: its value, its ``_low`` /
+    ``_high`` interval when bootstrapped, its evidence; per axis for psi_<a> and sign_error_<a>;
+    ``sign_error_robust`` is empty when no axis has >= 10 pairs and ``sign_error_robust_axis`` then
+    says ``too few pairs``), then ``verdict`` (SPEC 10's words: "predicts the gap (...)", "ranks the
+    gap the wrong way (...)", "fails on axis a (...)" joined by "; ", or "undetermined: ..." with
+    the counts; "insufficient evidence: ..." with fewer than 8 configurations or 1000 draws; the
+    grid's configurations without a usable model named after it). ``cmi_axes``: the S attaining the
+    minimum, axes joined by "+", ``(none)`` for the empty set. Undefined numbers are empty cells.
 ``differences.csv``: ``measure, versus, statistic, delta, low, high, family, contrast, B, p,
-    p_holm, q_bh, verdict, evidence``. First the primary rows (``family`` primary,
-    ``contrast`` P1/P2/P3: spectrum_adaptive - norm_based, spectrum_adaptive -
-    num_parameters, norm_based - num_parameters on ``tau_fixed_n`` when n takes >= 2 values,
-    else ``kendall_tau``; max(bootstrap, 10000) draws from the same seed), then the
-    exploratory ones: ``statistic`` each of ``kendall_tau, psi, tau_fixed_n, psi_fixed_n``;
+    p_holm, q_bh, verdict, evidence, verdict_stable, p_seeds, low_seeds, high_seeds``
+    (``protocol.tables.DIFFERENCE_COLUMNS``). First the primary rows (``family`` primary,
+    ``contrast`` the id of a contrast of the zoo's family, ``protocol.families``: P1-P3 on
+    tau_fixed_n or tau, or A1-A3 on tau_arch; max(bootstrap, 10000) draws from the same seed,
+    under 5 seeds), then the exploratory ones: ``statistic`` each compared statistic of the
+    registry;
     ``versus`` each of ``sample_size_only``, ``num_parameters``, ``num_parameters_per_sqrt_n``
     present and the best other measure by that statistic (once). delta = point(measure) -
     point(versus), [low, high] the paired bootstrap interval, ``B`` the draws where the
@@ -42,6 +40,10 @@ render):
     them) or ``q_bh`` (exploratory rows: Benjamini-Hochberg over them), ``verdict`` one of
     ``verdicts.VERDICTS`` and ``evidence`` the counts beside it (``table.with_verdicts``).
 ``skipped.csv``: ``model, reason``.
+``pstar.csv`` (protocol v5, when per-matrix choices are known): ``model, cell, layer, head,
+    matrix_type, p_star, p_modal`` (``modal.PSTAR_COLUMNS``); models.csv then also has
+    ``spectrum_adaptive_fixed_p0.5``, ``_p1``, ``_p2`` and ``spectrum_adaptive_modal`` after the
+    ceiling columns, and correlate.json ``p_switch_share`` (``modal.switch_shares``).
 ``correlate.json``: ``protocol`` (4), ``manifest, task, gap, axes, measures, n_listed,
     n_models, n_configurations, n_skipped, n_unconverged, include_unconverged, bootstrap,
     bootstrap_unit`` ("configuration"), ``seed, level, min_sign_pairs, baselines,
@@ -66,8 +68,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...io import output_dir
 from ...io.files import dumps_json
-from . import table as T
-from . import verdicts as V
+from ..protocol import verdicts as V
+from ..protocol.families import primary_contrasts
+from ..protocol.registry import REGISTRY
+from ..protocol.statistics import KENDALL_TAU
+from ..protocol.stats import MIN_SIGN_PAIRS
+from ..protocol.tables import DIFFERENCE_COLUMNS
+from .modal import PSTAR_CSV
+from .rules import BASELINES, interval_statistics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,7 +109,7 @@ class Correlation:
     level: float = 0.95
     #: The grid's configurations without a usable model (zoo.json's grid), named.
     missing: list[str] = field(default_factory=list)
-    primary_statistic: str = "kendall_tau"
+    primary_statistic: str = KENDALL_TAU.name
     primary_bootstrap: int = 0
     #: The zoos whose models were pooled (``pool``), in order; [] for one zoo's own run.
     zoos: list[str] = field(default_factory=list)
@@ -111,6 +119,16 @@ class Correlation:
     #: never writes over, inside or around them. A correlate folder re-evaluated (``pool`` of
     #: ``read_part``) is read whole and is no input: ``to_dir`` may replace it in place.
     inputs: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    #: Protocol v5's switching shares (``modal.switch_shares``; correlate.json
+    #: ``p_switch_share``), None when no per-matrix choice is known (the key is then absent).
+    p_switch_share: dict[str, Any] | None = None
+    #: SPEC 10 v5's design of the zoo (``adaptivity``), None for none (the key is then absent).
+    design: str | None = None
+    #: The primary family's name; correlate.json records it (``primary_family``) only for a
+    #: family a zoo must declare (``Family.design``): the others follow from the statistic.
+    primary_family: str | None = None
+    #: The per-matrix table behind them (pstar.csv, ``modal.PSTAR_COLUMNS``); None: no file.
+    pstar: pd.DataFrame | None = None
 
     @property
     def primary(self) -> pd.DataFrame | None:
@@ -124,9 +142,14 @@ class Correlation:
         d = self.differences
         return None if d is None else d[d["family"] == V.EXPLORATORY].reset_index(drop=True)
 
+    def _declared_family(self) -> str | None:
+        """The primary family's name when it is one a zoo must declare, else None."""
+        fam = REGISTRY.families.get(self.primary_family or "")
+        return self.primary_family if fam is not None and fam.design is not None else None
+
     def summary(self) -> dict[str, Any]:
         """The content of correlate.json (module doc)."""
-        return {
+        out = {
             "protocol": 4,
             "manifest": self.manifest,
             "task": self.task,
@@ -143,14 +166,15 @@ class Correlation:
             "bootstrap_unit": "configuration",
             "seed": self.seed,
             "level": self.level,
-            "min_sign_pairs": T.S.MIN_SIGN_PAIRS,
-            "baselines": [b for b in T.BASELINES if b in self.measures],
-            "interval_statistics": list(T.INTERVAL_STATS),
+            "min_sign_pairs": MIN_SIGN_PAIRS,
+            "baselines": [b for b in BASELINES if b in self.measures],
+            "interval_statistics": interval_statistics(),
             "rank_ceiling": dict(self.rank_ceiling),
             "primary_statistic": self.primary_statistic,
             "primary_bootstrap": self.primary_bootstrap,
             "primary_contrasts": {
-                c: f"{a} - {b}" for c, a, b in V.primary_contrasts(self.primary_statistic)
+                c: f"{a} - {b}"
+                for c, a, b in primary_contrasts(self.primary_statistic, self._declared_family())
             },
             "alpha": V.ALPHA,
             "min_configurations": V.MIN_CONFIGURATIONS,
@@ -160,6 +184,13 @@ class Correlation:
             "zoos": list(self.zoos),
             "notes": list(self.notes),
         }
+        if self.design is not None:
+            out["design"] = self.design
+        if self._declared_family() is not None:
+            out["primary_family"] = self.primary_family
+        if self.p_switch_share is not None:
+            out["p_switch_share"] = dict(self.p_switch_share)
+        return out
 
     def cli_summary(self, out: str | Path) -> dict[str, Any]:
         """What ``specbound correlate --json`` prints: the output folder ``out``, the counts and
@@ -205,10 +236,12 @@ def write_tables(result: Correlation, directory: str | Path) -> list[Path]:
         "differences.csv": (
             result.differences
             if result.differences is not None
-            else _empty_frame(T.DIFFERENCE_COLUMNS)
+            else _empty_frame(DIFFERENCE_COLUMNS)
         ),
         "skipped.csv": result.skipped,
     }
+    if result.pstar is not None:
+        frames[PSTAR_CSV] = result.pstar
     for name, frame in frames.items():
         frame.to_csv(d / name, index=False, float_format="%.17g")
         out.append(d / name)

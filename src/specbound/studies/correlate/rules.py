@@ -1,6 +1,7 @@
-"""The rules beneath correlation.csv and differences.csv: the baselines and statistics compared,
-the checks of the bootstrap settings, the configuration codes and the verdict words (SPEC 10).
-Split from :mod:`.table` (which re-exports every name) to keep each module one job."""
+"""The rules beneath correlation.csv and differences.csv: the baselines compared, the checks of
+the bootstrap settings, the configuration codes, a measure row's verdict words and the notes on
+statistics a design leaves undefined (SPEC 10). The statistics and the tables' columns are the
+protocol registry's (``studies.protocol``)."""
 
 from __future__ import annotations
 
@@ -13,44 +14,18 @@ import numpy as np
 
 from ...errors import SpecboundError
 from ...validation import Interval, Options, Satisfies, check_int
-from . import stats as S
-from . import verdicts as V
+from ..protocol import stats as S
+from ..protocol import verdicts as V
+from ..protocol.registry import REGISTRY
+from ..protocol.statistics import KENDALL_TAU, TAU_FIXED_N
 
 if TYPE_CHECKING:
     import pandas as pd
 
-EMPTY_SET = "(none)"
-#: The statistics with bootstrap intervals, and compared in differences.csv.
-INTERVAL_STATS = ("kendall_tau", "psi", "tau_fixed_n", "psi_fixed_n")
-#: Every statistic compared in differences.csv: those above and, protocol v4, tau_arch (its
-#: draws resample configurations within cells of depth x width x n).
-COMPARED_STATS = (*INTERVAL_STATS, "tau_arch")
 #: The trivial baselines every measure is compared with (when present).
 BASELINES = ("sample_size_only", "num_parameters", "num_parameters_per_sqrt_n")
 #: The suffix of the bound forms log10 B - 1/2 log10 n.
 PER_SQRT_N = "_per_sqrt_n"
-DIFFERENCE_COLUMNS = [
-    "measure",
-    "versus",
-    "statistic",
-    "delta",
-    "low",
-    "high",
-    "family",
-    "contrast",
-    "B",
-    "p",
-    "p_holm",
-    "q_bh",
-    "verdict",
-    "evidence",
-    "verdict_stable",
-    "p_seeds",
-    "low_seeds",
-    "high_seeds",
-]
-#: The columns of differences.csv a difference is computed with (before its verdicts).
-COMPUTED_COLUMNS = DIFFERENCE_COLUMNS[:10]
 #: ``bootstrap`` beyond this is refused (memory and time grow linearly with it).
 MAX_BOOTSTRAP = 100_000
 N_COLUMN = "train_size"
@@ -76,23 +51,6 @@ def size_axis(models: pd.DataFrame, axes: Sequence[str]) -> str | None:
         ):
             return a
     return None
-
-
-def correlation_columns(axes: Sequence[str]) -> list[str]:
-    """Columns of correlation.csv, in order."""
-    cols = ["measure", "n_models", "n_configurations"]
-    for st in ("kendall_tau", "psi"):
-        cols += [st, f"{st}_low", f"{st}_high"]
-    for a in axes:
-        cols += [f"psi_{a}", f"psi_{a}_groups", f"psi_{a}_pairs"]
-    for st in ("tau_fixed_n", "psi_fixed_n"):
-        cols += [st, f"{st}_low", f"{st}_high"]
-    cols += ["tau_arch", "tau_arch_low", "tau_arch_high", "tau_arch_cells", "tau_arch_ceiling"]
-    cols += ["cmi", "cmi_low", "cmi_high", "cmi_axes", "sign_error"]
-    for a in axes:
-        cols += [f"sign_error_{a}", f"sign_error_{a}_low", f"sign_error_{a}_high"]
-        cols += [f"sign_error_{a}_pairs"]
-    return [*cols, "sign_error_robust", "sign_error_robust_axis", "verdict"]
 
 
 def axis_codes(table: pd.DataFrame, axes: Sequence[str]) -> np.ndarray:
@@ -135,12 +93,18 @@ BOOTSTRAP_OR_ZERO = (
 SEED = (Interval(int, 0),)
 #: ``level``: the interval level, a real strictly between 0 and 1.
 LEVEL = (Interval(float, 0.0, 1.0, closed="neither"),)
-#: ``primary``: one of ``verdicts.PRIMARY_CHOICES``.
-PRIMARY = (Options(*V.PRIMARY_CHOICES),)
+#: ``primary``: auto or a family's name (``REGISTRY.primary_choices()``).
+PRIMARY = (Options(*REGISTRY.primary_choices()),)
 
 
 #: Bytes the bootstrap's configuration counts (draws x configurations) may take.
 MAX_COUNT_BYTES = 1 << 30
+
+
+def interval_statistics() -> list[str]:
+    """The compared statistics drawn by resampling configurations (correlate.json's
+    ``interval_statistics``)."""
+    return [s.name for s in REGISTRY.compared() if s.bootstrap == "configurations"]
 
 
 def check_size(n_models: int, n_configurations: int, bootstrap: int) -> None:
@@ -158,7 +122,7 @@ def check_size(n_models: int, n_configurations: int, bootstrap: int) -> None:
         )
 
 
-def _fmt(v: float) -> str:
+def fmt(v: float) -> str:
     return "undefined" if v != v else f"{v:.2f}"
 
 
@@ -196,22 +160,22 @@ def verdict(
         lacks = V.insufficient(
             bootstrap=bootstrap,
             n_configurations=int(row.get("n_configurations") or 0),
-            statistic="kendall_tau",
+            statistic=KENDALL_TAU.name,
         )
         if lacks:
             return f"{V.INSUFFICIENT}: {', '.join(lacks)} ({counts}){tail}"
     words = []
-    stats_ = [("kendall_tau", "tau")]
+    stats_ = [(KENDALL_TAU.name, "tau")]
     if bootstrap is None or (n_strata_ok or 0) >= V.MIN_STRATA:
-        stats_.append(("tau_fixed_n", "tau_n"))
+        stats_.append((TAU_FIXED_N.name, "tau_n"))
     for st, name in stats_:
         lo, hi = row.get(f"{st}_low", math.nan), row.get(f"{st}_high", math.nan)
         if lo > 0:
-            words.append(f"predicts the gap ({name} interval [{_fmt(lo)}, {_fmt(hi)}] above 0)")
+            words.append(f"predicts the gap ({name} interval [{fmt(lo)}, {fmt(hi)}] above 0)")
             break
         if hi < 0:
             words.append(
-                f"ranks the gap the wrong way ({name} interval [{_fmt(lo)}, {_fmt(hi)}] below 0)"
+                f"ranks the gap the wrong way ({name} interval [{fmt(lo)}, {fmt(hi)}] below 0)"
             )
             break
     for a in axes:
@@ -220,16 +184,16 @@ def verdict(
         if pairs >= S.MIN_SIGN_PAIRS and lo > 0.5:
             hi = row.get(f"sign_error_{a}_high", math.nan)
             words.append(
-                f"fails on axis {a} (sign-error interval [{_fmt(lo)}, {_fmt(hi)}] above 0.5 "
+                f"fails on axis {a} (sign-error interval [{fmt(lo)}, {fmt(hi)}] above 0.5 "
                 f"over {int(pairs)} pairs)"
             )
     if words:
         return "; ".join(words) + tail
     pairs = sum(int(row.get(f"sign_error_{a}_pairs", 0) or 0) for a in axes)
     return (
-        f"undetermined: tau interval [{_fmt(row.get('kendall_tau_low', math.nan))}, "
-        f"{_fmt(row.get('kendall_tau_high', math.nan))}] over {counts}; {pairs} one-axis pairs"
-        + tail
+        f"undetermined: tau interval [{fmt(row.get(f'{KENDALL_TAU.name}_low', math.nan))}, "
+        f"{fmt(row.get(f'{KENDALL_TAU.name}_high', math.nan))}] over {counts}; {pairs} "
+        "one-axis pairs" + tail
     )
 
 

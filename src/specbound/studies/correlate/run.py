@@ -34,10 +34,12 @@ from ...validation import (
     validate_params,
 )
 from ..gap import GAP, GAP_KINDS, default_kind, gap_values
+from ..protocol import verdicts as V
+from ..protocol.stats import row_ids
 from . import manifest as M
+from . import rules as RU
 from . import table as T
-from . import verdicts as V
-from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
 from .data import data_names, require
 from .jobs import (
     Analyzer,
@@ -48,6 +50,7 @@ from .jobs import (
     plan,
     values_of,
 )
+from .modal import DESIGN, Choices, choices_of, v5_stage
 from .result import SKIPPED_COLUMNS, Correlation
 
 if TYPE_CHECKING:
@@ -69,7 +72,7 @@ __all__ = [
 ]
 
 #: Output columns of models.csv that are not measures (a manifest may not use these names).
-OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS)
+OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS, *FORM_COLUMNS)
 
 
 def measure_registry() -> tuple[list[str], dict[str, bool]]:
@@ -139,19 +142,20 @@ _CALLBACK = (None, IsCallable())
         "axes": (None, Names(what="axis name")),
         "gap": GAP,
         "include_unconverged": (Boolean(),),
-        "bootstrap": T.BOOTSTRAP,
-        "seed": T.SEED,
+        "bootstrap": RU.BOOTSTRAP,
+        "seed": RU.SEED,
         "cache": (Boolean(),),
         "device": DEVICE,
         "on_model": _CALLBACK,
         "analyzer": _CALLBACK,
         "state_dir": (None, PathLike()),
         "on_resume": _CALLBACK,
-        "level": T.LEVEL,
+        "level": RU.LEVEL,
         "data_measures": (Boolean(),),
         "on_data": _CALLBACK,
         "data_workers": WORKERS,
-        "primary": T.PRIMARY,
+        "primary": RU.PRIMARY,
+        "design": DESIGN,
     }
 )
 def correlate(
@@ -175,6 +179,7 @@ def correlate(
     on_data: Callable[[str], None] | None = None,
     data_workers: int = 1,
     primary: str = "auto",
+    design: str | None = None,
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -197,13 +202,15 @@ def correlate(
     needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
     the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
     tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
-    checked first (``@validate_params``: ``table.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
-    ``gap.GAP``, ...). Output schema: :mod:`.result`.
+    checked first (``@validate_params``: ``rules.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
+    ``gap.GAP``, ...). ``design``: ``adaptivity`` or None (zoo.json's ``design``): SPEC 10 v5,
+    :func:`.modal.adaptivity_measures`. Output schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
     )
     prep.primary = primary
+    prep.design = design if design is not None else prep.zoo.design
     eng = resolve(engine, engine_options)  # after every other check, before any work
     swept = _sweep(
         prep, eng, cache, device, on_model, analyzer, state_dir=state_dir, on_resume=on_resume
@@ -235,6 +242,8 @@ class _Prepared:
     level: float
     data_workers: int
     primary: str = "auto"
+    #: SPEC 10 v5's design (``adaptivity``) or None.
+    design: str | None = None
 
 
 @dataclass
@@ -249,6 +258,8 @@ class _Swept:
     measures: list[str] = field(default_factory=list)
     data_notes: list[str] = field(default_factory=list)
     data_failed: list[str] = field(default_factory=list)
+    #: Each row's per-matrix choices (``modal.choices_of``; None for a custom analyzer's).
+    choices: list[Choices | None] = field(default_factory=list)
 
 
 def _prepare(
@@ -285,10 +296,10 @@ def _prepare(
         else np.ones(len(table), dtype=bool)
     )
     p = plan(z, g, converged, include_unconverged, kind)
-    codes = T.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
-    T.check_size(
+    codes = RU.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
+    RU.check_size(
         len(p.jobs),
-        int(np.unique(T.S.row_ids(codes)).size),
+        int(np.unique(row_ids(codes)).size),
         max(bootstrap, V.PRIMARY_BOOTSTRAP),
     )
     return _Prepared(
@@ -348,7 +359,7 @@ def _sweep(
         worker_fn=functools.partial(model_worker, analyzer),
     )
     records = table.to_dict("records")
-    rows, reasons, row_of = [], dict(p.skipped), []
+    rows, reasons, row_of, choices = [], dict(p.skipped), [], []
     for (i, _, _, name), out in zip(p.jobs, sweep.results, strict=True):
         if out is None:
             reasons[i] = failed.get(name, "not analyzed")
@@ -360,19 +371,19 @@ def _sweep(
         row.update({k: (math.nan if v is None else float(v)) for k, v in values_of(out).items()})
         rows.append(row)
         row_of.append(i)
+        choices.append(choices_of(out))
     if not rows:
         _none_usable(prep.zoo.manifest, names_of, reasons)
     models = pd.DataFrame(rows)
     for c in CEILING_COLUMNS:
         if c not in models.columns:
             models[c] = math.nan
-    found = [
-        c for c in models.columns if c not in table.columns and c not in ("gap", *CEILING_COLUMNS)
-    ]
+    not_measures = ("gap", *CEILING_COLUMNS, *FORM_COLUMNS)
+    found = [c for c in models.columns if c not in table.columns and c not in not_measures]
     measures = [m for m in prep.registry if m in models.columns]
     measures += [m for m in found if m not in measures and m != "converged"]
     measures += add_bound_forms(models, measures, prep.forms)
-    return _Swept(names_of, models, row_of, reasons, measures)
+    return _Swept(names_of, models, row_of, reasons, measures, choices=choices)
 
 
 def _data_stage(
@@ -393,6 +404,7 @@ def _data_stage(
         s.reasons[s.row_of[k]] = f"data measures failed: {why}"
         s.data_failed.append(s.names_of[s.row_of[k]])
     if lost:
+        s.choices = [c for k, c in enumerate(s.choices) if k not in lost]
         s.models = s.models.drop(index=list(lost)).reset_index(drop=True)
         if s.models.empty:
             _none_usable(prep.zoo.manifest, s.names_of, s.reasons)
@@ -416,7 +428,10 @@ def _assemble(
         for c in table.columns
         if c not in front and c not in measures and c not in ("gap", "converged")
     ]
-    models = swept.models[front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS)]
+    modal, measures, forms = v5_stage(swept.models, swept.choices, prep.design, z.axes, measures)
+    models = swept.models[
+        front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS) + forms
+    ]
     missing = missing_configurations(z.grid, models)
     tables = T.correlation_study(
         models,
@@ -427,6 +442,7 @@ def _assemble(
         level=prep.level,
         missing=missing,
         primary=prep.primary,
+        design=prep.design,
     )
     notes = []
     if default_axes:
@@ -467,6 +483,10 @@ def _assemble(
         primary_bootstrap=tables.primary_bootstrap,
         inputs=inputs,
         data_failed=swept.data_failed,
+        design=prep.design,
+        primary_family=tables.primary_family,
+        p_switch_share=None if modal is None else modal.shares,
+        pstar=None if modal is None else modal.pstar,
     )
 
 

@@ -8,16 +8,15 @@ Every interval holds its own point estimate (widened to it where the percentiles
 A draw where a statistic is undefined is left out of that statistic's interval (and of every
 difference involving it).
 
-Protocol v3 (``verdicts``): every difference carries its bootstrap p-value over the ``B``
-paired draws where it is defined, ``family`` (``primary`` for the contrasts P1-P3 of
-``verdicts.PRIMARY_CONTRASTS`` on ``tau_fixed_n`` when n takes >= 2 values, else on
-``kendall_tau``, drawn again with max(bootstrap, 10000) draws from the same seed; else
+Protocol v3 (``verdicts``): every difference carries its bootstrap p-value over the ``B`` paired
+draws where it is defined, ``family`` (``primary`` for the contrasts of the zoo's primary family,
+``protocol.families``, drawn again with max(bootstrap, 10000) draws from the same seed; else
 ``exploratory``), ``p_holm`` (Holm over the primary rows), ``q_bh`` (Benjamini-Hochberg over the
 exploratory rows), ``verdict`` (one of ``verdicts.VERDICTS``) and ``evidence`` (the counts beside
-it, and the grid's configurations without a usable model, named). A comparison with a measure
-that cannot see what the statistic measures (constant on every group of an axis, for Psi; constant
-within every value of n, for the fixed-n statistics; constant on every model, for tau; or the two
-forms of one measure at fixed n) is "not comparable", never a win.
+it, and the grid's configurations without a usable model, named). A comparison with a measure that
+cannot see what the statistic measures (constant on every group of an axis, for Psi; constant within
+every value of n, for the fixed-n statistics; constant on every model, for tau; or the two forms of
+one measure at fixed n) is "not comparable", never a win.
 """
 
 from __future__ import annotations
@@ -31,38 +30,30 @@ import numpy as np
 
 from ...errors import SpecboundError
 from ...validation import Names, Text, validate_params
+from ..protocol import stats as S
+from ..protocol import verdicts as V
 from . import rows as R
-from . import stats as S
-from . import verdicts as V
 
 if TYPE_CHECKING:
     import pandas as pd
 
-from .rules import (  # noqa: F401 (re-exported: the names of table.py)
-    BASELINES,
-    BOOTSTRAP,
-    BOOTSTRAP_OR_ZERO,
-    COMPARED_STATS,
+from ..protocol.families import primary_contrasts
+from ..protocol.registry import REGISTRY
+from ..protocol.statistics import KENDALL_TAU
+from ..protocol.tables import (
     COMPUTED_COLUMNS,
     DIFFERENCE_COLUMNS,
-    EMPTY_SET,
-    INTERVAL_STATS,
+    SEED_COLUMNS,
+    correlation_columns,
+)
+from .rules import (
+    BASELINES,
+    BOOTSTRAP_OR_ZERO,
     LEVEL,
-    MAX_BOOTSTRAP,
-    MAX_COUNT_BYTES,
-    N_COLUMN,
     PER_SQRT_N,
     PRIMARY,
     SEED,
-    _fmt,
-    axis_codes,
-    better_word,
-    check_size,
-    correlation_columns,
     degenerate_notes,
-    missing_clause,
-    size_axis,
-    verdict,
 )
 
 
@@ -74,9 +65,11 @@ class Tables:
     differences: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     n_configurations: int = 0
-    primary_statistic: str = "kendall_tau"
+    primary_statistic: str = KENDALL_TAU.name
     primary_bootstrap: int = 0
     missing: list[str] = field(default_factory=list)
+    #: The primary family's name (``protocol.families``).
+    primary_family: str = "standard"
 
 
 @validate_params(
@@ -88,6 +81,7 @@ class Tables:
         "seed": SEED,
         "level": LEVEL,
         "primary": PRIMARY,
+        "design": (None, Text()),
     }
 )
 def correlation_study(
@@ -101,14 +95,17 @@ def correlation_study(
     level: float = 0.95,
     missing: Sequence[str] = (),
     primary: str = "auto",
+    design: str | None = None,
 ) -> Tables:
     """Every measure's row of correlation.csv and its differences (module doc).
 
     ``bootstrap``: 0 (point estimates only: no intervals, no p-values, every verdict
     "insufficient evidence") or 200..MAX_BOOTSTRAP. ``missing``: the grid's configurations
     without a usable model, named beside every verdict. ``primary``: ``auto`` (A1-A3 on tau_arch
-    for a zoo designed for it, ``verdicts.designed_for_arch``; else P1-P3), ``arch`` or
-    ``standard``."""
+    for a zoo designed for it, ``protocol.families.designed_for_arch``; else P1-P3), ``arch`` or
+    ``standard`` (or another family of the registry, ``protocol.families``). ``design``: the
+    zoo's declared design (e.g. "adaptivity"; ``ZooFacts.declared``, which a family's rule may
+    read), None when none is declared."""
     import pandas as pd
 
     axes = list(axes)
@@ -119,7 +116,7 @@ def correlation_study(
     # the arguments were checked (@validate_params)
     su = R.setup(
         models, measures, axes, gap=gap, bootstrap=bootstrap, seed=seed, level=level,
-        missing=missing, primary=primary,
+        missing=missing, primary=primary, design=design,
     )  # fmt: skip
     rows, draws, p_draws, info = [], {}, {}, {}
     for name in measures:
@@ -131,10 +128,10 @@ def correlation_study(
         rows.append(ev.row)
     corr = pd.DataFrame(rows, columns=correlation_columns(axes))
     expl = differences(corr, draws, level)
-    prim = primary_differences(corr, p_draws, su.pstat, level, measures)
+    prim = primary_differences(corr, p_draws, su.pstat, level, measures, su.contrasts)
     diffs = with_verdicts(prim, expl, info, bootstrap, su.p_boot, missing)
     notes = degenerate_notes(models, axes, su.n_all, su.config_all, bootstrap, corr)
-    return Tables(corr, diffs, notes, su.n_conf, su.pstat, su.p_boot, missing)
+    return Tables(corr, diffs, notes, su.n_conf, su.pstat, su.p_boot, missing, su.family)
 
 
 def correlation_table(
@@ -201,9 +198,11 @@ def differences(
 
     names = list(corr["measure"])
     point = corr.set_index("measure")
-    # tau_arch is compared only in a zoo where some cell of depth x width x n gives it a value
-    used = pd.to_numeric(corr.get("tau_arch_cells", pd.Series(dtype=float)), errors="coerce")
-    stats = [s for s in COMPARED_STATS if s != "tau_arch" or bool((used > 0).any())]
+    # a statistic with a condition (tau_arch: some cell of depth x width x n) only when it holds
+    records = corr.to_dict("records")
+    stats = [
+        s.name for s in REGISTRY.compared() if s.compared_when is None or s.compared_when(records)
+    ]
     rows = []
     for name in names:
         for st in stats:
@@ -211,11 +210,11 @@ def differences(
             versus = [b for b in BASELINES if b in others]
             vals = {o: float(point.loc[o, st]) for o in others}
             twin = _twin(name)
+            fixed_n = REGISTRY.statistics[st].fixed_n
             candidates = [
                 o
                 for o in others
-                if not (st.endswith("_fixed_n") and o == twin)
-                and not _same_ranking(draws, point, name, o, st)
+                if not (fixed_n and o == twin) and not _same_ranking(draws, point, name, o, st)
             ]
             defined = [o for o in candidates if not math.isnan(vals[o])]
             if defined:
@@ -249,8 +248,10 @@ def primary_differences(
     statistic: str,
     level: float = 0.95,
     measures: Sequence[str] | None = None,
+    contrasts: Sequence[tuple[str, str, str]] | None = None,
 ) -> pd.DataFrame:
-    """The primary rows (P1-P3, or A1-A3 on ``tau_arch``: ``verdicts.primary_contrasts``) on
+    """The primary rows (``contrasts``, ``(id, measure, versus)``; default those of the family
+    on ``statistic``, ``protocol.primary_contrasts``: P1-P3, or A1-A3 on ``tau_arch``) on
     ``statistic``, from their own draws (``draws[measure][s]``: the statistic on each resample
     of bootstrap seed ``seed + s``). A contrast is written when both its measures are among
     ``measures`` (default: the measures of ``corr``; ``correlate`` always has them), even where
@@ -260,8 +261,10 @@ def primary_differences(
 
     point = corr.set_index("measure")
     have = set(corr["measure"]) if measures is None else set(measures)
+    if contrasts is None:
+        contrasts = primary_contrasts(statistic)
     rows = []
-    for cid, a, b in V.primary_contrasts(statistic):
+    for cid, a, b in contrasts:
         if a not in have or b not in have:
             continue
         delta = (
@@ -280,14 +283,15 @@ def primary_differences(
                 *[_joined([q[j] for q in per]) for j in (3, 0, 1)],
             ]
         )
-    cols = [*COMPUTED_COLUMNS, "p_seeds", "low_seeds", "high_seeds"]
+    cols = [*COMPUTED_COLUMNS, *SEED_COLUMNS]
     return pd.DataFrame(rows, columns=cols)
 
 
 def _comparable(row: dict[str, Any], info: dict[str, R.Measure]) -> str:
     """Why the row's comparison cannot mean anything, "" when it can."""
     st, a, b = row["statistic"], row["measure"], row["versus"]
-    if st.endswith("_fixed_n") and b == _twin(a):
+    entry = REGISTRY.statistic(st)
+    if entry is not None and entry.fixed_n and b == _twin(a):
         return f"{a} and {b} rank the models alike within each value of n"
     for name in (b, a):
         if name not in info:
@@ -326,7 +330,7 @@ def with_verdicts(
     frames = [f for f in (primary, exploratory) if len(f)]
     d = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COMPUTED_COLUMNS)
     d = d.reset_index(drop=True)
-    for c in ("p_seeds", "low_seeds", "high_seeds"):
+    for c in SEED_COLUMNS:
         d[c] = d[c].fillna("") if c in d.columns else ""
     prim = (d["family"] == V.PRIMARY).to_numpy(bool)
     p = pd.to_numeric(d["p"], errors="coerce").to_numpy(float)
@@ -396,10 +400,7 @@ def _gate(
     """(the word a row gets whatever its p-values, "" when they decide it; its evidence)."""
     a, b, st = r["measure"], r["versus"], r["statistic"]
     n_conf = min((info[x].n_configurations for x in (a, b) if x in info), default=0)
-    if st == V.TAU_ARCH:
-        strata = min((info[x].n_cells_ok for x in (a, b) if x in info), default=0)
-    else:
-        strata = min((info[x].n_strata_ok for x in (a, b) if x in info), default=0)
+    strata = min((info[x].strata.get(st, 0) for x in (a, b) if x in info), default=0)
     n_draws = int(r["B"])
     why = _comparable(r, info)
     ev = V.evidence(

@@ -25,6 +25,7 @@ from .miniatures import (
 )
 from .run import (
     CEILING_COLUMNS,
+    FORM_COLUMNS,
     P_COLUMNS,
     PROXIES,
     SIZE_COLUMNS,
@@ -38,6 +39,7 @@ __all__ = [
     "AXES",
     "CEILING_COLUMN",
     "CEILING_COLUMNS",
+    "FORM_COLUMNS",
     "GROWTH_COLUMNS",
     "MINIATURE_HIDDEN",
     "MINIATURE_LAYERS",

@@ -26,6 +26,7 @@ from ...io.files import json_safe
 from ...io.outdir import local_inputs
 from ...linalg.model import DEVICE
 from ...measures.bounds import GRID_M, L_PHI
+from ...measures.spectrum_adaptive import FIXED_FORMS
 from ...validation import Boolean, PathLike, Text, validate_params
 from .fit import CEILING_COLUMN, growth_table, measure_columns
 from .verdict import growth_verdict, study_verdict
@@ -46,6 +47,9 @@ CEILING_COLUMNS = [
     CEILING_COLUMN,
     "adaptive_headroom_min",
 ]
+#: The fixed-index forms of SPEC 10 v5 (``Analysis.fixed_index_forms``): log10 of the proxy with
+#: every matrix held at q = 1/2, 1, 2.
+FORM_COLUMNS = list(FIXED_FORMS)
 P_COLUMNS = ["share_p0", "share_p2"]
 #: The HTSR means over ok fits only, with the number of fits each used and the fits made
 #: (``Analysis.htsr_fit_summary``); empty when the raw-weight spectra were not computed.
@@ -60,7 +64,14 @@ HTSR_FIT_COLUMNS = [
 
 def model_columns() -> list[str]:
     """The columns of models.csv, in order."""
-    return SIZE_COLUMNS + measure_columns() + CEILING_COLUMNS + P_COLUMNS + HTSR_FIT_COLUMNS
+    return (
+        SIZE_COLUMNS
+        + measure_columns()
+        + CEILING_COLUMNS
+        + FORM_COLUMNS
+        + P_COLUMNS
+        + HTSR_FIT_COLUMNS
+    )
 
 
 def model_row(a: Analysis) -> dict[str, Any]:
@@ -78,6 +89,7 @@ def model_row(a: Analysis) -> dict[str, Any]:
         "spectrum_adaptive_ceiling_gap": a.spectrum_adaptive_ceiling_gap,
         CEILING_COLUMN: a.log10_spectrum_adaptive_ceiling,
         "adaptive_headroom_min": a.adaptive_headroom_min,
+        **a.fixed_index_forms(),
         "share_p0": float(np.mean(p == 0)) if p.size else 0.0,
         "share_p2": float(np.mean(p == 2)) if p.size else 0.0,
         **_htsr_fit_columns(a),

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import SpecboundError
 from ...io.files import DuplicateKeyError, load_yaml
+from ...io.readback import ZOO_DESIGNS
 from ...validation import WORKERS, check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
@@ -29,8 +30,9 @@ INT_AXES = {"depth", "width", "seed", "train_size"}
 OPTIONAL_AXES = ("label_noise", "spectral_reg", "spectral_reg_strength")
 #: The values of the one text axis.
 SPECTRAL_REGS = ("none", "nuclear", "spectral")
-#: The values of the grid's top-level ``design`` key (copied into zoo.json; SPEC 10 v5).
-DESIGNS = ("adaptivity",)
+#: The values of the grid's top-level ``design`` key (copied into zoo.json; SPEC 10 v5): the
+#: designs zoo.json may declare.
+DESIGNS = ZOO_DESIGNS
 #: Architecture axes: models sharing these (and the task) can train as one ensemble.
 ARCH_AXES = ("depth", "width")
 

@@ -72,7 +72,7 @@ def as_codes(codes: np.ndarray, n: int) -> np.ndarray:
     return c.reshape(n, 1) if c.ndim == 1 else c.reshape(n, c.shape[-1] if c.ndim else 0)
 
 
-def _members(ids: np.ndarray) -> list[np.ndarray]:
+def members(ids: np.ndarray) -> list[np.ndarray]:
     """Index arrays of the models of each id, in id order."""
     if ids.size == 0:
         return []
@@ -84,7 +84,7 @@ def _members(ids: np.ndarray) -> list[np.ndarray]:
 def axis_groups(codes: np.ndarray, axis: int) -> list[np.ndarray]:
     """Index arrays of the groups of >= 2 models sharing every axis value except ``axis``'s."""
     gid = row_ids(np.delete(codes, axis, axis=1))
-    return [grp for grp in _members(gid) if grp.size >= 2]
+    return [grp for grp in members(gid) if grp.size >= 2]
 
 
 @dataclass(frozen=True)
@@ -124,14 +124,14 @@ def make_design(
         gs = axis_groups(codes, a) if np.unique(codes[:, a]).size >= 2 else []
         groups.append(tuple(gs))
         gconfs.append(tuple(np.unique(config[grp]) for grp in gs))
-    configs = tuple(_members(config))
+    configs = tuple(members(config))
     strata = None
     if n is not None:
         n = np.asarray(n, dtype=float)
         idx = np.flatnonzero(np.isfinite(n))
         values, inv = np.unique(n[idx], return_inverse=True)
         if values.size >= 2:
-            strata = tuple(idx[m] for m in _members(np.asarray(inv).reshape(-1)))
+            strata = tuple(idx[m] for m in members(np.asarray(inv).reshape(-1)))
     return Design(codes, config, tuple(groups), tuple(gconfs), configs, strata, n_axis)
 
 
@@ -190,7 +190,7 @@ def pair_sums(
     return s, ux, uy, p
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     out = np.full(np.shape(num), np.nan)
     ok = den > 0
     out[ok] = num[ok] / den[ok]
@@ -202,14 +202,14 @@ def kendall_tau(mu: np.ndarray, g: np.ndarray) -> float:
     mu = np.asarray(mu, dtype=float)
     g = np.asarray(g, dtype=float)
     s, ux, uy, _ = pair_sums(mu, g, np.ones((1, mu.size)))
-    return float(_ratio(s, np.sqrt(ux * uy))[0])
+    return float(ratio(s, np.sqrt(ux * uy))[0])
 
 
 def jiang_tau(mu: np.ndarray, g: np.ndarray) -> float:
     """Jiang's tau_J = (concordant - discordant) / pairs (ties count 0); NaN for < 2 models."""
     mu = np.asarray(mu, dtype=float)
     s, _, _, p = pair_sums(mu, np.asarray(g, dtype=float), np.ones((1, mu.size)))
-    return float(_ratio(s, p)[0])
+    return float(ratio(s, p)[0])
 
 
 # --- all statistics of one measure, for every row of w -----------------------------------------
@@ -235,13 +235,13 @@ class Stats:
     sign_pairs: list[np.ndarray]
 
 
-def _nanmean_rows(cols: list[np.ndarray], rows: int) -> np.ndarray:
+def nanmean_rows(cols: list[np.ndarray], rows: int) -> np.ndarray:
     if not cols:
         return np.full(rows, np.nan)
     m = np.stack(cols, axis=1)
     cnt = np.isfinite(m).sum(axis=1)
     tot = np.where(np.isfinite(m), m, 0.0).sum(axis=1)
-    return _ratio(tot, cnt.astype(float))
+    return ratio(tot, cnt.astype(float))
 
 
 def statistics(
@@ -282,7 +282,7 @@ def statistics(
 
     all_idx = np.arange(mu.size)
     s, ux, uy, _ = sums(all_idx, np.arange(n_conf)) if mu.size else pair_sums(mu, g, w)
-    tau = _ratio(s, np.sqrt(ux * uy))
+    tau = ratio(s, np.sqrt(ux * uy))
     psi_axes, psi_groups, psi_pairs, sign_axes, sign_pairs = [], [], [], [], []
     sign_num_all = np.zeros(rows)
     sign_den_all = np.zeros(rows)
@@ -307,8 +307,8 @@ def statistics(
             pw0 = float(unit[3, confs].sum())
             px0 = grp.size * (grp.size - 1) / 2.0 - pw0
             wx, ww = px0 * (p_x > 0), pw0 * (p_w > 0)
-            tj = _ratio(
-                wx * np.nan_to_num(_ratio(s_x, p_x)) + ww * np.nan_to_num(_ratio(s_w, p_w)),
+            tj = ratio(
+                wx * np.nan_to_num(ratio(s_x, p_x)) + ww * np.nan_to_num(ratio(s_w, p_w)),
                 wx + ww,
             )
             # a group enters psi_i when it has a pair and, in a resample, still spans as many
@@ -322,26 +322,26 @@ def statistics(
             # sign-error of axis a: the cross pairs (they differ in axis a only), dg != 0
             snum += (u_x - s_x) / 2.0
             sden += u_x
-        psi_axes.append(_ratio(tsum, tcnt))
+        psi_axes.append(ratio(tsum, tcnt))
         psi_groups.append(tcnt)
         psi_pairs.append(npairs)
-        sign_axes.append(_ratio(snum, sden))
+        sign_axes.append(ratio(snum, sden))
         sign_pairs.append(sden)
         sign_num_all += snum
         sign_den_all += sden
-    psi = _nanmean_rows(psi_axes, rows)
+    psi = nanmean_rows(psi_axes, rows)
     tau_n = np.full(rows, np.nan)
     if design.strata is not None:
         vals = []
         for idx in design.strata:
             ss, sx, sy, _ = sums(idx)
-            t = _ratio(ss, np.sqrt(sx * sy))
+            t = ratio(ss, np.sqrt(sx * sy))
             t[w[:, idx].sum(axis=1) < 3] = np.nan
             vals.append(t)
-        tau_n = _nanmean_rows(vals, rows)
+        tau_n = nanmean_rows(vals, rows)
     psi_n = np.full(rows, np.nan)
     if design.strata is not None and design.n_axis is not None:
-        psi_n = _nanmean_rows([p for a, p in enumerate(psi_axes) if a != design.n_axis], rows)
+        psi_n = nanmean_rows([p for a, p in enumerate(psi_axes) if a != design.n_axis], rows)
     return Stats(
         tau,
         psi,
@@ -350,9 +350,32 @@ def statistics(
         psi_pairs,
         tau_n,
         psi_n,
-        _ratio(sign_num_all, sign_den_all),
+        ratio(sign_num_all, sign_den_all),
         sign_axes,
         sign_pairs,
+    )
+
+
+def join_stats(parts: Sequence[Stats]) -> Stats:
+    """The :class:`Stats` of consecutive chunks of draws, joined (one value per draw)."""
+
+    def cat(arrays: Sequence[np.ndarray]) -> np.ndarray:
+        return np.concatenate(list(arrays))
+
+    def cat_axes(lists: Sequence[list[np.ndarray]]) -> list[np.ndarray]:
+        return [cat([p[i] for p in lists]) for i in range(len(lists[0]))] if lists else []
+
+    return Stats(
+        cat([p.kendall_tau for p in parts]),
+        cat([p.psi for p in parts]),
+        cat_axes([p.psi_axes for p in parts]),
+        cat_axes([p.psi_groups for p in parts]),
+        cat_axes([p.psi_pairs for p in parts]),
+        cat([p.tau_fixed_n for p in parts]),
+        cat([p.psi_fixed_n for p in parts]),
+        cat([p.sign_error for p in parts]),
+        cat_axes([p.sign_axes for p in parts]),
+        cat_axes([p.sign_pairs for p in parts]),
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import _members, _nanmean_rows, _ratio, as_codes, row_ids, set_sums
+from .stats import as_codes, members, nanmean_rows, ratio, row_ids, set_sums
 
 #: The axes whose values, with the training-set size n, make a cell of tau_arch.
 CELL_AXES = ("depth", "width")
@@ -30,7 +30,7 @@ class ArchStats:
 def arch_cells(cell_codes: np.ndarray) -> tuple[np.ndarray, ...]:
     """Index arrays of the models of each cell (one distinct row of ``cell_codes``: the depth,
     width and n of each model), in cell order."""
-    return tuple(_members(row_ids(as_codes(cell_codes, len(cell_codes)))))
+    return tuple(members(row_ids(as_codes(cell_codes, len(cell_codes)))))
 
 
 def tau_arch(
@@ -70,14 +70,14 @@ def tau_arch(
         if idx.size < 3:
             continue
         s, ux, uy, _ = set_sums(mu, g, config, w, extra, idx)
-        t = _ratio(s, np.sqrt(ux * uy))
+        t = ratio(s, np.sqrt(ux * uy))
         t[w[:, idx].sum(axis=1) < 3] = np.nan
         vals.append(t)
         if np.unique(mu[idx]).size == 1:
             ceiling += 1
         elif np.unique(g[idx]).size > 1:
             used += 1
-    return ArchStats(_nanmean_rows(vals, rows), used, ceiling)
+    return ArchStats(nanmean_rows(vals, rows), used, ceiling)
 
 
 def cell_config_counts(cell_of_config: np.ndarray, draws: int, seed: int) -> np.ndarray:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundValueError
 from ...validation import check_int
+from .registry import REGISTRY
 
 #: B below this is refused.
 MIN_BOOTSTRAP = 200
@@ -66,46 +67,21 @@ VERDICTS = (BETTER, WORSE, BORDERLINE, UNDETERMINED, INSUFFICIENT, NOT_COMPARABL
 
 PRIMARY = "primary"
 EXPLORATORY = "exploratory"
-#: The primary contrasts of every zoo: (id, measure, versus).
-PRIMARY_CONTRASTS = (
-    ("P1", "spectrum_adaptive", "norm_based"),
-    ("P2", "spectrum_adaptive", "num_parameters"),
-    ("P3", "norm_based", "num_parameters"),
-)
-#: The primary contrasts of a zoo designed for tau_arch (protocol v4): (id, measure, versus).
-ARCH_CONTRASTS = (
-    ("A1", "spectrum_adaptive", "norm_based"),
-    ("A2", "spectrum_adaptive", "log_spectral_product"),
-    ("A3", "spectrum_adaptive", "distance_from_init"),
-)
-#: The within-architecture statistic (protocol v4).
-TAU_ARCH = "tau_arch"
 #: Bootstrap seeds a primary verdict must survive (protocol v4).
 SEEDS = 5
-#: The choices of ``primary``: ``auto`` (arch for a zoo designed for tau_arch, module
-#: :func:`designed_for_arch`), ``arch`` (A1-A3 on tau_arch) or ``standard`` (P1-P3).
-PRIMARY_CHOICES = ("auto", "arch", "standard")
-#: Statistics where a smaller value is the better one (every other one: larger is better).
-SMALLER_IS_BETTER = frozenset({"sign_error", "sign_error_robust"})
 
 
-def primary_statistic(n_sizes: int) -> str:
-    """The statistic of the primary contrasts: ``tau_fixed_n`` when the training-set size
-    takes >= 2 values, else ``kendall_tau``."""
-    return "tau_fixed_n" if n_sizes >= 2 else "kendall_tau"
+def larger_is_better(statistic: str) -> bool:
+    """The direction of ``statistic`` (its registry entry; a name the registry does not know is
+    tau-like: larger is better)."""
+    st = REGISTRY.statistic(statistic)
+    return True if st is None else st.larger_is_better
 
 
-def designed_for_arch(n_sizes: int, cells_ok: int) -> bool:
-    """A zoo is designed for tau_arch (protocol v4) when its training-set size is fixed
-    (``n_sizes`` <= 1 distinct values) and at least :data:`MIN_STRATA` cells of equal depth and
-    width hold >= :data:`MIN_STRATUM_CONFIGURATIONS` configurations each (several learning
-    rates, weight decays, ...: ``cells_ok``), the evidence tau_arch verdicts need."""
-    return n_sizes <= 1 and cells_ok >= MIN_STRATA
-
-
-def primary_contrasts(statistic: str) -> tuple[tuple[str, str, str], ...]:
-    """A1-A3 on ``tau_arch``, else P1-P3."""
-    return ARCH_CONTRASTS if statistic == TAU_ARCH else PRIMARY_CONTRASTS
+def _strata_words(statistic: str) -> str:
+    """What the evidence of ``statistic`` counts (strata of n, cells, ...; "" for none)."""
+    st = REGISTRY.statistic(statistic)
+    return "" if st is None else st.strata_words
 
 
 def check_bootstrap(bootstrap: Any, name: str = "bootstrap") -> int:
@@ -247,14 +223,10 @@ def insufficient(
         lacks.append(f"B = {bootstrap} < {MIN_VERDICT_BOOTSTRAP} draws")
     if n_configurations < MIN_CONFIGURATIONS:
         lacks.append(f"{n_configurations} < {MIN_CONFIGURATIONS} configurations")
-    if statistic == "tau_fixed_n" and (n_strata_ok or 0) < MIN_STRATA:
+    words = _strata_words(statistic)
+    if words and (n_strata_ok or 0) < MIN_STRATA:
         lacks.append(
-            f"{n_strata_ok or 0} < {MIN_STRATA} strata of n with >= "
-            f"{MIN_STRATUM_CONFIGURATIONS} configurations"
-        )
-    if statistic == TAU_ARCH and (n_strata_ok or 0) < MIN_STRATA:
-        lacks.append(
-            f"{n_strata_ok or 0} < {MIN_STRATA} cells of depth x width x n with >= "
+            f"{n_strata_ok or 0} < {MIN_STRATA} {words} with >= "
             f"{MIN_STRATUM_CONFIGURATIONS} configurations"
         )
     return lacks
@@ -303,7 +275,7 @@ def verdict(
     if abs(p_adj - alpha) <= 2.0 * err:
         return BORDERLINE
     if p_adj < alpha and (low > 0 or high < 0):
-        favours = estimate < 0 if statistic in SMALLER_IS_BETTER else estimate > 0
+        favours = estimate > 0 if larger_is_better(statistic) else estimate < 0
         return BETTER if favours else WORSE
     return UNDETERMINED
 
@@ -322,14 +294,10 @@ def evidence(
     named), e.g. ``B = 10000; 12 configurations; 3 strata of n with >= 3 configurations;
     missing 1 of the grid: depth=2 width=64``."""
     parts = [f"B = {B}", f"{n_configurations} configurations"]
-    if statistic == "tau_fixed_n":
+    words = _strata_words(statistic)
+    if words:
         parts.append(
-            f"{n_strata_ok or 0} strata of n with >= {MIN_STRATUM_CONFIGURATIONS} configurations"
-        )
-    if statistic == TAU_ARCH:
-        parts.append(
-            f"{n_strata_ok or 0} cells of depth x width x n with >= "
-            f"{MIN_STRATUM_CONFIGURATIONS} configurations"
+            f"{n_strata_ok or 0} {words} with >= {MIN_STRATUM_CONFIGURATIONS} configurations"
         )
     count = len(missing) if n_missing is None else int(n_missing)
     if count:
