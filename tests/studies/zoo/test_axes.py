@@ -260,3 +260,19 @@ def test_bad_zoo_json_fields_are_refused(tmp_path):
         p.write_text(json.dumps({"task": "digits", **bad}))
         with pytest.raises(SpecboundError):
             read_zoo_json(p)
+
+
+def test_missing_configurations_keep_to_the_cells():
+    """A grid with ``cells`` names as missing only configurations of its cells."""
+    import pandas as pd
+
+    from specbound.studies.correlate import missing_configurations
+
+    grid = {"depth": [1, 2], "width": [128, 64], "lr": [0.001, 0.003], "seed": [0, 1]}
+    models = pd.DataFrame(
+        {"depth": [1, 1, 2], "width": [128, 128, 64], "lr": [0.001, 0.003, 0.001]}
+    )
+    cells = [[1, 128], [2, 64]]
+    assert missing_configurations(grid, models, cells) == ["depth=2 width=64 lr=0.003"]
+    everything = missing_configurations(grid, models)  # the factorial reading: 8 - 3
+    assert len(everything) == 5 and "depth=1 width=64 lr=0.001" in everything
