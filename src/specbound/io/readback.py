@@ -343,7 +343,9 @@ ZOO_DESIGNS = (ADAPTIVITY_DESIGN,)
 def read_zoo_json(path: str | Path) -> dict[str, Any]:
     """zoo.json of a zoo directory (or the file itself), checked: an object whose ``task`` and
     ``preset`` are strings (or null), whose ``design`` is one of ``ZOO_DESIGNS`` (or null or
-    absent) and whose ``grid`` lists at least one finite value per axis.
+    absent), whose ``cells`` (or null or absent) lists [depth, width] pairs of positive integers
+    (the cells a non-factorial grid keeps) and whose ``grid`` lists at least one finite value
+    per axis.
     Here, below ``studies``, so that the manifest reader can use it without a cycle."""
     p = folder_file(path, "zoo.json")
     meta = read_json_object(p, "zoo.json")
@@ -354,6 +356,14 @@ def read_zoo_json(path: str | Path) -> dict[str, Any]:
     json_field(meta, "num_models", int, p, required=False, low=0)
     for name in ("description", "size_axis", "grid_file"):
         json_field(meta, name, (str, type(None)), p, required=False)
+    cells = json_field(meta, "cells", (list, type(None)), p, required=False)
+    for c in cells or []:
+        if not (
+            isinstance(c, list)
+            and len(c) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in c)
+        ):
+            raise fail(p, None, None, f"'cells' must list [depth, width] pairs, got {c!r}")
     design = json_field(meta, "design", (str, type(None)), p, required=False)
     if design is not None and design not in ZOO_DESIGNS:
         raise fail(p, None, None, f"'design' is {design!r}, not one of {', '.join(ZOO_DESIGNS)}")

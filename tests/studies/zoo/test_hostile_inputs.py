@@ -210,7 +210,7 @@ def test_zoo_csv_lists_only_the_plan(tmp_path):
     df = train_zoo("modular-addition", out, preset="tiny", grid=GRID)
     assert list(pd.read_csv(out / "zoo.csv")["model"]) == list(df["model"])
     man = json.loads((out / ".specbound-manifest.json").read_text())
-    assert man["kind"] == "zoo" and set(man["sha256"]) == {"zoo.json", "zoo.csv"}
+    assert man["kind"] == "zoo" and set(man["sha256"]) == {"zoo.json", "zoo.csv", "pstar.csv"}
 
 
 def test_a_full_disk_under_safetensors_keeps_its_cause_and_path(tmp_path):

@@ -124,15 +124,21 @@ def _grid_key(v: Any) -> Any:
     return f if math.isfinite(f) else str(v).strip()
 
 
-def missing_configurations(grid: dict[str, list[Any]] | None, models: pd.DataFrame) -> list[str]:
+def missing_configurations(
+    grid: dict[str, list[Any]] | None,
+    models: pd.DataFrame,
+    cells: list[list[int]] | None = None,
+) -> list[str]:
     """The configurations of a zoo's factorial grid (zoo.json's ``grid``, seed left out: seeds
     are replicates) that no model of ``models`` (the usable ones) has, each named
     ``axis=value ...`` over the grid's axes with >= 2 values; [] without a grid or when one of
-    those axes is not a column."""
+    those axes is not a column. ``cells`` (zoo.json's [depth, width] pairs, issue 52): only the
+    configurations of those cells belong to the grid."""
     import itertools
 
     if not grid:
         return []
+    keep = None if not cells else {(int(d), int(w)) for d, w in cells}
     axes = [a for a, vals in grid.items() if a != "seed" and len(vals) >= 2]
     if not axes or any(a not in models.columns for a in axes):
         return []
@@ -141,6 +147,10 @@ def missing_configurations(grid: dict[str, list[Any]] | None, models: pd.DataFra
     }
     out = []
     for combo in itertools.product(*(grid[a] for a in axes)):
+        if keep is not None:
+            point = {a: vals[0] for a, vals in grid.items()} | dict(zip(axes, combo, strict=True))
+            if (point.get("depth"), point.get("width")) not in keep:
+                continue
         if tuple(_grid_key(v) for v in combo) not in present:
             out.append(" ".join(f"{a}={v}" for a, v in zip(axes, combo, strict=True)))
     return out

@@ -59,6 +59,8 @@ class Zoo:
     grid: dict[str, list[Any]] | None = None
     #: zoo.json's ``design`` (``io.readback.ZOO_DESIGNS``: ``adaptivity``), None when it has none.
     design: str | None = None
+    #: zoo.json's ``cells`` ([depth, width] pairs a non-factorial grid keeps), None: all.
+    cells: list[list[int]] | None = None
 
 
 def parse_axes(axes: str | Sequence[str] | None) -> list[str] | None:
@@ -97,7 +99,15 @@ def read_zoo(path: str | Path, axes: str | Sequence[str] | None = None) -> Zoo:
     chosen = _choose_axes(table, manifest, meta, parse_axes(axes))
     task = meta.get("task")
     design = meta.get("design")
-    return Zoo(manifest, table, chosen, None if task is None else str(task), _grid(meta), design)
+    return Zoo(
+        manifest,
+        table,
+        chosen,
+        None if task is None else str(task),
+        _grid(meta),
+        design,
+        cells=meta.get("cells") or None,
+    )
 
 
 def _locate(p: Path) -> tuple[Path, dict[str, Any]]:

@@ -122,8 +122,11 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     else:
         zoo_json = _zoo_json(grid, meta.get("manifest"), p)
         if zoo_json is not None:
-            g = R.read_zoo_json(zoo_json).get("grid")
-            missing = missing_configurations(g if isinstance(g, dict) else None, models)
+            zj = R.read_zoo_json(zoo_json)
+            g = zj.get("grid")
+            missing = missing_configurations(
+                g if isinstance(g, dict) else None, models, zj.get("cells")
+            )
         else:
             notes.append(
                 f"{p.name}: the zoo's grid (zoo.json) was not found, so its missing "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -277,7 +277,7 @@ def _prepare(
     arguments were checked by ``correlate``'s ``@validate_params``."""
     z = zoo if isinstance(zoo, M.Zoo) else M.read_zoo(zoo, axes)
     if isinstance(zoo, M.Zoo) and axes is not None:
-        z = M.Zoo(z.manifest, z.table, M.parse_axes(axes) or [], z.task, z.grid)
+        z = replace(z, axes=M.parse_axes(axes) or [])  # design, cells kept
     names, forms = measure_registry()
     data_cols: list[str] = []
     if data_measures:
@@ -432,7 +432,7 @@ def _assemble(
     models = swept.models[
         front + rest + ["gap", "converged"] + measures + list(CEILING_COLUMNS) + forms
     ]
-    missing = missing_configurations(z.grid, models)
+    missing = missing_configurations(z.grid, models, z.cells)
     tables = T.correlation_study(
         models,
         measures,

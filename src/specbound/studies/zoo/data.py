@@ -31,10 +31,20 @@ def tensor_sha256(t: Any) -> str:
 
 
 def data_record(
-    task: Any, params: dict[str, Any], train_idx: list[int], test_idx: list[int], data: Any
+    task: Any,
+    params: dict[str, Any],
+    train_idx: list[int],
+    test_idx: list[int],
+    data: Any,
+    train_y: Any = None,
+    noise: list[int] | None = None,
 ) -> dict[str, Any]:
-    """The content of data.json for one model (see module doc)."""
-    return {
+    """The content of data.json for one model (see module doc). ``train_y``: the training
+    labels as training used them (``label_noise`` applied; None: the task's); ``noise``: the
+    positions (into the training list) whose labels were replaced, recorded with their new
+    labels under ``label_noise`` when the grid has that axis."""
+    labels = data.y[train_idx] if train_y is None else train_y
+    rec = {
         "format": FORMAT,
         "task": task.name,
         "size_axis": task.size_axis,
@@ -45,11 +55,19 @@ def data_record(
         "test": list(test_idx),
         "sha256": {
             "train_inputs": tensor_sha256(data.x[train_idx]),
-            "train_labels": tensor_sha256(data.y[train_idx]),
+            "train_labels": tensor_sha256(labels),
             "test_inputs": tensor_sha256(data.x[test_idx]),
             "test_labels": tensor_sha256(data.y[test_idx]),
         },
     }
+    if "label_noise" in params:
+        pos = list(noise or [])
+        rec["label_noise"] = {
+            "rate": params["label_noise"],
+            "positions": pos,
+            "labels": [int(labels[i]) for i in pos],
+        }
+    return rec
 
 
 def _record(model_dir: Path) -> dict[str, Any]:
@@ -98,6 +116,23 @@ def split_data(model_dir: str | os.PathLike[str], part: str = "train") -> tuple[
             "the task's data changed since training"
         )
     x, y = data.x[idx], data.y[idx]
+    noise = rec.get("label_noise")
+    if part == "train" and noise is not None:  # the labels as training used them
+        pos, new = noise.get("positions"), noise.get("labels")
+        ok = (
+            isinstance(pos, list)
+            and isinstance(new, list)
+            and len(pos) == len(new)
+            and all(type(i) is int and 0 <= i < len(idx) for i in pos)
+            and all(type(c) is int for c in new)
+        )
+        if not ok:
+            raise SpecboundError(
+                f"{d / DATA_FILE}: label_noise must list positions into the training set and "
+                "their labels; retrain it"
+            )
+        y = y.clone()
+        y[pos] = data.y.new_tensor(new)
     sums = rec["sha256"]
     if (tensor_sha256(x), tensor_sha256(y)) != (
         sums.get(f"{part}_inputs"),

@@ -5,7 +5,9 @@ checkpoint saved at once), then the members' parameters are stacked along a new 
 and trained with ``torch.func.functional_call`` under ``torch.vmap``: one forward and one
 backward per step for the whole ensemble. Per member: its own training subset (padded to the
 largest active one and masked, so the loss is exactly sum(ce * mask) / n_i), learning rate,
-weight decay, gradient-norm clipping (its own norm over its own parameters) and AdamW state
+weight decay, ``spectral_reg`` penalty (``regularize.py``, on the stacked weights), training
+labels (``label_noise`` applied), gradient-norm clipping (its own norm over its own parameters)
+and AdamW state
 (the update of ``torch.optim.AdamW``'s single-tensor path written per member). A member whose
 training loss reaches the target, or that reaches the step cap, is taken out before the
 update, unstacked into its own ``transformers`` model, evaluated and saved by the same code as
@@ -27,6 +29,7 @@ from typing import Any
 
 from ... import extras
 from .plan import ARCH_AXES, ZooPlan, model_name
+from .regularize import norm_sums, penalized_names, reg_of
 from .single import BETAS, CLIP_NORM, begin_model, finish_model
 from .tasks.base import permutation
 
@@ -136,6 +139,8 @@ class _Member:
     n: int
     lr: float
     wd: float
+    reg: str = "none"
+    strength: float = 0.0
 
 
 @dataclass
@@ -187,6 +192,7 @@ def train_ensemble(
 def _begin(plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path) -> _Member:
     """Seed, build and save the initialization of one member (``begin_model``)."""
     state = begin_model(plan_.task, data, params, dest)
+    reg, strength = reg_of(params)
     return _Member(
         params=params,
         dest=dest,
@@ -194,6 +200,8 @@ def _begin(plan_: ZooPlan, data: Any, params: dict[str, Any], dest: Path) -> _Me
         n=len(state["train_idx"]),
         lr=float(params["lr"]),
         wd=float(params["weight_decay"]),
+        reg=reg,
+        strength=strength,
     )
 
 
@@ -214,6 +222,7 @@ def _train(
     stack = _stack_members(data, team, dev)
     pad_rows = _pad_rows(first)
     batched = vmap(_member_loss(plan_.task, base))
+    reg_names = penalized_names(first) if any(m.reg != "none" for m in team) else []
     step = 0
     base.train()
     while stack.active:
@@ -228,7 +237,7 @@ def _train(
         keep = [r for r in range(len(stack.active)) if r not in set(stop)]
         if not keep:
             break
-        _backward(stack, losses, keep, pad_rows, dev)
+        _backward(stack, losses + _penalties(stack, team, reg_names, dev), keep, pad_rows, dev)
         step += 1
         with torch.no_grad():
             _adamw_step(
@@ -265,11 +274,12 @@ def _stack_members(data: Any, team: list[_Member], dev: Any) -> _Stack:
     sizes = [m.n for m in team]
     n_max = max(sizes)
     rows = [m.state["train_idx"] for m in team]  # type: ignore[index]
+    labels = [m.state["train_y"] for m in team]  # type: ignore[index]  # label_noise applied
     X = torch.stack(
         [data.x[idx + [idx[0]] * (n_max - k)] for idx, k in zip(rows, sizes, strict=True)]
     ).to(dev)
     Y = torch.stack(
-        [data.y[idx + [idx[0]] * (n_max - k)] for idx, k in zip(rows, sizes, strict=True)]
+        [torch.cat([y, y[:1].expand(n_max - k)]) for y, k in zip(labels, sizes, strict=True)]
     ).to(dev)
     M = torch.stack([(torch.arange(n_max) < k).to(torch.float32) for k in sizes]).to(dev)
     N = torch.tensor(sizes, dtype=torch.float32, device=dev)
@@ -331,6 +341,22 @@ def _finish(
     return finish_model(
         plan_, data, member.params, member.dest, member.state, step, dev, size, wall_s=share
     )
+
+
+def _penalties(stack: _Stack, team: list[_Member], names: list[str], dev: Any) -> Any:
+    """Each active member's ``spectral_reg`` penalty ``lambda * sum ||W||`` (``regularize.py``)
+    on the stacked weights ``(E, out, in)``, zero for members without one: shape ``(E,)``."""
+    torch = extras.torch()
+
+    if not names:
+        return torch.zeros(len(stack.active), device=dev)
+    nuc, spec = norm_sums([stack.P[n] for n in names])
+    members = [team[i] for i in stack.active]
+    lam_nuc = torch.tensor([m.strength if m.reg == "nuclear" else 0.0 for m in members], device=dev)
+    lam_spec = torch.tensor(
+        [m.strength if m.reg == "spectral" else 0.0 for m in members], device=dev
+    )
+    return lam_nuc * nuc + lam_spec * spec
 
 
 def _backward(

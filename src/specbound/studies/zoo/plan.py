@@ -15,14 +15,25 @@ from typing import Any
 
 from ...errors import SpecboundError
 from ...io.files import read_small_file
+from ...io.readback import ZOO_DESIGNS
 from ...io.yamlfiles import MAX_YAML_BYTES, DuplicateKeyError, load_yaml
 from ...validation import WORKERS, check_int, check_real
 from .tasks import Task, get_task
 from .tasks.base import NUM_HEADS
 
 TARGET_LOSS = 0.01
-GRID_KEYS = {"task", "axes", "max_steps", "target_loss"}
+GRID_KEYS = {"task", "axes", "max_steps", "target_loss", "design", "cells"}
 INT_AXES = {"depth", "width", "seed", "train_size"}
+#: Axes a grid may add to every task's (issue 52), in the order they take in a model's name
+#: (after ``weight_decay``): ``label_noise`` rho (share of training labels replaced by another
+#: class, ``noise.py``), ``spectral_reg`` (``none``/``nuclear``/``spectral``) and its strength
+#: lambda (``regularize.py``). A grid without them trains as before (same names, same files).
+OPTIONAL_AXES = ("label_noise", "spectral_reg", "spectral_reg_strength")
+#: The values of the one text axis.
+SPECTRAL_REGS = ("none", "nuclear", "spectral")
+#: The values of the grid's top-level ``design`` key (copied into zoo.json; SPEC 10 v5): the
+#: designs zoo.json may declare.
+DESIGNS = ZOO_DESIGNS
 #: Architecture axes: models sharing these (and the task) can train as one ensemble.
 ARCH_AXES = ("depth", "width")
 
@@ -36,24 +47,54 @@ class ZooPlan:
     max_steps: int
     target_loss: float
     preset: str
+    design: str | None = None
+    #: The (depth, width) cells a grid's ``cells:`` key keeps (None: every combination).
+    cells: list[tuple[int, int]] | None = None
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        """The axes of this plan in manifest order: the task's, with the optional axes the grid
+        names (``OPTIONAL_AXES``) after ``weight_decay``."""
+        return tuple(self.axes)
 
     def points(self) -> list[dict[str, Any]]:
-        """Every combination of axis values (the factorial grid), in axis order."""
+        """Every combination of axis values (the factorial grid), in axis order.
+
+        With ``cells`` only the points of those (depth, width) cells. A point with
+        ``spectral_reg`` ``none`` trains without a penalty whatever the strength:
+        its ``spectral_reg_strength`` is 0.0 and the duplicates this makes are dropped (the
+        first kept), so ``none`` x [lambda_1, lambda_2] is one model per remaining point."""
         names = list(self.axes)
-        return [
-            dict(zip(names, combo, strict=True))
-            for combo in itertools.product(*(self.axes[n] for n in names))
-        ]
+        out: list[dict[str, Any]] = []
+        seen: set[tuple[Any, ...]] = set()
+        cells = None if self.cells is None else set(self.cells)
+        for combo in itertools.product(*(self.axes[n] for n in names)):
+            point = dict(zip(names, combo, strict=True))
+            if cells is not None and (point["depth"], point["width"]) not in cells:
+                continue
+            if point.get("spectral_reg") == "none":
+                point["spectral_reg_strength"] = 0.0
+            key = tuple(point.values())
+            if key not in seen:
+                seen.add(key)
+                out.append(point)
+        return out
 
     def record(self) -> dict[str, Any]:
-        """The plan as zoo.json stores it: a re-run into the same zoo must give the same record."""
-        return {
+        """The plan as zoo.json stores it: a re-run into the same zoo must give the same record
+        (``design`` only when the grid sets it, so earlier zoo.json files still match)."""
+        rec: dict[str, Any] = {
             "task": self.task.name,
             "preset": self.preset,
             "grid": {k: list(v) for k, v in self.axes.items()},
             "max_steps": self.max_steps,
             "target_loss": self.target_loss,
         }
+        if self.design is not None:
+            rec["design"] = self.design
+        if self.cells is not None:
+            rec["cells"] = [list(c) for c in self.cells]
+        return rec
 
 
 def _fmt(v: Any) -> str:
@@ -130,6 +171,17 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
     if not values:
         raise SpecboundError(f"{where}: axis '{name}' has no values; give at least one")
     out: list[Any] = []
+    if name == "spectral_reg":
+        for v in values:
+            if v not in SPECTRAL_REGS:
+                raise SpecboundError(
+                    f"{where}: axis 'spectral_reg' value {v!r}: must be one of "
+                    f"{', '.join(SPECTRAL_REGS)}"
+                )
+            if v in out:
+                raise SpecboundError(f"{where}: axis '{name}' lists {v!r} twice")
+            out.append(v)
+        return out
     for v in map(_number, values):
         if not _is_finite_number(v):
             raise SpecboundError(f"{where}: axis '{name}' value {v!r} is not a finite number")
@@ -146,8 +198,10 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
             problem = f"must be a multiple of the {NUM_HEADS} attention heads"
         elif name == "lr" and v <= 0:
             problem = "must be > 0"
-        elif name in ("weight_decay", "seed") and v < 0:
+        elif name in ("weight_decay", "seed", "spectral_reg_strength") and v < 0:
             problem = "must be >= 0"
+        elif name == "label_noise" and not 0 <= v < 1:
+            problem = "must be in [0, 1) (the share of training labels replaced)"
         elif name == "seed" and v >= 2**32:
             problem = "must be below 2**32 (torch and numpy seeds are 32-bit)"
         elif name == "depth" and v > 256:
@@ -161,6 +215,33 @@ def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
         if v in out:
             raise SpecboundError(f"{where}: axis '{name}' lists {v!r} twice")
         out.append(v)
+    return out
+
+
+def _cells(grid: dict[str, Any], where: str) -> list[tuple[int, int]] | None:
+    """The grid's ``cells:`` (a list of ``{depth: D, width: W}`` or ``[D, W]``), checked as
+    the depth and width axes are; None without the key."""
+    raw = grid.get("cells")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        raise SpecboundError(
+            f"{where}: 'cells' must list (depth, width) cells, e.g. [{{depth: 1, width: 128}}]"
+        )
+    out: list[tuple[int, int]] = []
+    for c in raw:
+        if isinstance(c, dict) and set(c) == {"depth", "width"}:
+            d, w = c["depth"], c["width"]
+        elif isinstance(c, list) and len(c) == 2:
+            d, w = c
+        else:
+            raise SpecboundError(f"{where}: cell {c!r} must be {{depth: D, width: W}} or [D, W]")
+        for name, v in (("depth", d), ("width", w)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SpecboundError(f"{where}: cell {c!r}: {name} must be an integer >= 1")
+        if (d, w) in out:
+            raise SpecboundError(f"{where}: 'cells' lists {c!r} twice")
+        out.append((d, w))
     return out
 
 
@@ -183,14 +264,41 @@ def plan(
         if grid.get("task") not in (None, task.name):
             raise SpecboundError(f"{grid_source} is for task '{grid['task']}', not '{task.name}'")
         for k, v in (grid.get("axes") or {}).items():
-            if k not in task.axes:
+            if k not in task.axes and k not in OPTIONAL_AXES:
                 raise SpecboundError(
                     f"{grid_source}: unknown axis '{k}' for task {task.name}; "
-                    f"axes: {', '.join(task.axes)}"
+                    f"axes: {', '.join((*task.axes, *OPTIONAL_AXES))}"
                 )
             axes[k] = v
         max_steps = grid.get("max_steps", max_steps)
         target = _number(grid.get("target_loss", target))
+        design = grid.get("design")
+        if design is not None and design not in DESIGNS:
+            raise SpecboundError(
+                f"{grid_source}: design {design!r} is not known; allowed: {', '.join(DESIGNS)} "
+                "(or leave the key out)"
+            )
+        cells = _cells(grid, grid_source)
+        if cells is not None:
+            if "depth" in (grid.get("axes") or {}) or "width" in (grid.get("axes") or {}):
+                raise SpecboundError(
+                    f"{grid_source}: 'cells' lists the depth x width cells; leave depth and "
+                    "width out of 'axes'"
+                )
+            axes["depth"] = list(dict.fromkeys(d for d, _ in cells))
+            axes["width"] = list(dict.fromkeys(w for _, w in cells))
+    else:
+        design = None
+        cells = None
+    if ("spectral_reg" in axes) != ("spectral_reg_strength" in axes):
+        have, lack = (
+            ("spectral_reg", "spectral_reg_strength")
+            if "spectral_reg" in axes
+            else ("spectral_reg_strength", "spectral_reg")
+        )
+        raise SpecboundError(
+            f"{grid_source}: axis '{have}' needs the axis '{lack}'; give both (or neither)"
+        )
     try:
         max_steps = check_int(max_steps, "max_steps", min=1)
     except SpecboundError:
@@ -199,8 +307,11 @@ def plan(
         target = check_real(target, "target_loss", min=0, include_min=False)
     except SpecboundError:
         raise SpecboundError(f"{grid_source}: target_loss must be a positive number") from None
-    checked = {a: _check_axis(task, a, axes[a], grid_source) for a in task.axes}
-    p = ZooPlan(task, checked, int(max_steps), float(target), preset)
+    order = list(task.axes)
+    at = order.index("weight_decay") + 1
+    order[at:at] = [a for a in OPTIONAL_AXES if a in axes]
+    checked = {a: _check_axis(task, a, axes[a], grid_source) for a in order}
+    p = ZooPlan(task, checked, int(max_steps), float(target), preset, design, cells)
     names = [model_name(q) for q in p.points()]
     long = [n for n in names if len(n.encode()) > 200]
     if long:
@@ -211,3 +322,19 @@ def plan(
 #: ``threads``' constraints (:mod:`specbound.validation`): torch intra-op threads per model, an
 #: integer in 1..4 x the CPUs this process may use (``validation.max_processes``).
 THREADS = WORKERS
+
+
+def grid_of_record(meta: dict[str, Any]) -> dict[str, Any]:
+    """The grid (``load_grid``'s form) that reproduces a zoo from its zoo.json ``meta``: the
+    recorded axes, cells, design and stopping rule (``plan(meta["task"], preset=...,
+    grid=grid_of_record(meta)).record()`` equals the record zoo.json holds)."""
+    axes = {k: list(v) for k, v in meta["grid"].items()}
+    grid: dict[str, Any] = {"task": meta["task"], "axes": axes}
+    if meta.get("cells") is not None:
+        grid["cells"] = [list(c) for c in meta["cells"]]
+        axes.pop("depth", None)
+        axes.pop("width", None)
+    for key in ("design", "max_steps", "target_loss"):
+        if meta.get(key) is not None:
+            grid[key] = meta[key]
+    return grid

@@ -1,10 +1,11 @@
 """Train one zoo model (or begin and finish one, for ``ensemble.py``): the optimizer, the
 stopping rule and the atomic write of its model directory.
 
-Full batch AdamW (betas 0.9, 0.98, gradient norm clipped at 1) on cross-entropy, stopping as soon
-as the training cross-entropy is <= the plan's ``target_loss`` or after ``max_steps`` steps. The
-directory is written to a temporary directory and renamed into place, so a finished model
-directory is complete and a re-run skips it (layout: ``train.py``).
+Full batch AdamW (betas 0.9, 0.98, gradient norm clipped at 1) on cross-entropy (plus the
+``spectral_reg`` penalty, ``regularize.py``; labels with ``label_noise`` applied, ``noise.py``),
+stopping as soon as the training cross-entropy is <= the plan's ``target_loss`` or after
+``max_steps`` steps. The directory is written to a temporary directory and renamed into place,
+so a finished model directory is complete and a re-run skips it (layout: ``train.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ from ... import extras
 from ...io.files import dumps_json
 from ...io.outdir import TempDir
 from .data import data_record
+from .noise import noisy_labels
 from .plan import ZooPlan
+from .pstar import write_model_table
+from .regularize import penalized_names, penalty, reg_of
 from .tasks import Task
 
 __all__ = [
@@ -94,13 +98,18 @@ def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> di
     """Split, seed, build and save the initialization of one grid point into a temp dir
     (``io.outdir.TempDir``: owner-marked, committed by ``finish_model``).
 
-    Returns ``{"t0", "train_idx", "test_idx", "model", "tmp", "temp"}`` (``tmp``: the temp
-    dir's path, ``temp`` the TempDir); the same for both paths.
+    Returns ``{"t0", "train_idx", "test_idx", "train_y", "noise", "model", "tmp", "temp"}``
+    (``train_y``: the training labels as training uses them, ``label_noise`` applied
+    (``noise.py``); ``noise``: the positions changed; ``tmp``: the temp dir's path, ``temp``
+    the TempDir); the same for both paths.
     """
     torch = extras.torch()
 
     t0 = time.perf_counter()
     train_idx, test_idx = task.split(params[task.size_axis], params["seed"])
+    train_y, noise = noisy_labels(
+        data.y[train_idx], params.get("label_noise", 0.0), params["seed"], data.num_classes
+    )
     torch.manual_seed(params["seed"])
     model = task.build(params["depth"], params["width"], data.num_classes)
     temp = TempDir(dest, manifest=False)  # the zoo's own manifest lists models/
@@ -113,6 +122,8 @@ def begin_model(task: Task, data: Any, params: dict[str, Any], dest: Path) -> di
         "t0": t0,
         "train_idx": train_idx,
         "test_idx": test_idx,
+        "train_y": train_y,
+        "noise": noise,
         "model": model,
         "tmp": temp.path,
         "temp": temp,
@@ -136,7 +147,7 @@ def finish_model(
     tmp = temp.path
     train_idx, test_idx = state["train_idx"], state["test_idx"]
     try:
-        xtr, ytr = data.x[train_idx].to(device), data.y[train_idx].to(device)
+        xtr, ytr = data.x[train_idx].to(device), state["train_y"].to(device)
         xte, yte = data.x[test_idx].to(device), data.y[test_idx].to(device)
         train_loss, train_acc = evaluate(task, model, xtr, ytr)
         test_loss, test_acc = evaluate(task, model, xte, yte)
@@ -155,15 +166,17 @@ def finish_model(
             "max_steps": plan_.max_steps,
             "target_loss": plan_.target_loss,
             "converged": bool(train_loss <= plan_.target_loss),
+            **({"label_noise_changed": len(state["noise"])} if "label_noise" in params else {}),
             "optimizer": OPTIMIZER,
             "device": str(device),
             "ensemble": ensemble,
             "wall_s": round(time.perf_counter() - state["t0"] if wall_s is None else wall_s, 3),
         }
         (tmp / "split.json").write_text(dumps_json({"train": train_idx, "test": test_idx}))
-        rec = data_record(task, params, train_idx, test_idx, data)
+        rec = data_record(task, params, train_idx, test_idx, data, state["train_y"], state["noise"])
         (tmp / "data.json").write_text(dumps_json(rec) + "\n")
         (tmp / "metrics.json").write_text(dumps_json(metrics, indent=2) + "\n")
+        write_model_table(tmp)  # p* per matrix of the saved checkpoint (pstar.py)
         temp.commit()
     finally:
         temp.discard()
@@ -180,9 +193,12 @@ def train_model(
     state = begin_model(task, data, params, dest)
     try:
         dev = torch.device(device)
-        xtr, ytr = data.x[state["train_idx"]].to(dev), data.y[state["train_idx"]].to(dev)
+        xtr, ytr = data.x[state["train_idx"]].to(dev), state["train_y"].to(dev)
         model = state["model"]
         model.to(dev)
+        kind, strength = reg_of(params)
+        named = dict(model.named_parameters())
+        reg_weights = [named[n] for n in penalized_names(model)] if kind != "none" else []
         opt = torch.optim.AdamW(
             model.parameters(), lr=params["lr"], weight_decay=params["weight_decay"], betas=BETAS
         )
@@ -193,6 +209,8 @@ def train_model(
             if loss.item() <= plan_.target_loss or steps >= plan_.max_steps:
                 break
             opt.zero_grad(set_to_none=True)
+            if reg_weights:  # the stopping rule above reads the cross-entropy alone
+                loss = loss + penalty(reg_weights, kind, strength)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
             opt.step()

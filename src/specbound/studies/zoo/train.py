@@ -5,12 +5,14 @@ Layout of a zoo directory ZOO (the rules for writing it: ``zoodir.py``):
     ZOO/.specbound-manifest.json     what specbound wrote here, with checksums
     ZOO/zoo.json                     {"task", "preset", "grid", "max_steps", "target_loss", ...}
     ZOO/zoo.csv                      one row per finished model (the manifest)
+    ZOO/pstar.csv                    p* per matrix of every finished model (``pstar.py``)
     ZOO/models/<name>/config.json    a standard Hugging Face checkpoint ...
     ZOO/models/<name>/model.safetensors
     ZOO/models/<name>/init/          ... and its weights before the first step
     ZOO/models/<name>/split.json     {"train": [...], "test": [...]} indices into the task's data
     ZOO/models/<name>/data.json      task, size, seed, the indices and checksums (``data.py``)
     ZOO/models/<name>/metrics.json   hyperparameters, train/test loss and accuracy, steps, wall_s
+    ZOO/models/<name>/pstar.csv      its per-matrix p* table
 
 Training is full batch AdamW (betas 0.9, 0.98, gradient norm clipped at 1) on cross-entropy,
 stopping as soon as the training cross-entropy is <= ``target_loss`` (0.01, Jiang et al. 2020)
@@ -50,6 +52,7 @@ from .plan import (
     model_name,
     plan,
 )
+from .pstar import read_model_table
 from .single import CLIP_NORM, evaluate, torch_settings, train_model
 from .tasks.base import permutation
 from .workers import default_workers, remove_temps
@@ -217,6 +220,7 @@ def _train_all(
             todo.append(params)
         else:
             done[name] = m
+    tables = {name: read_model_table(models / name) for name in done}
     count = 0
     for params in order:
         name = model_name(params)
@@ -229,8 +233,10 @@ def _train_all(
         nonlocal count
         name = model_name(params)
         done[name] = m
+        tables[name] = read_model_table(models / name)
         count += 1
         zoodir.write_csv(out, p, done)
+        zoodir.write_pstar(out, p, done, tables)
         if on_model:
             on_model(count, len(points), name, m)
 
@@ -259,6 +265,7 @@ def _train_all(
             finally:
                 if eng.jobs_end_with_map:  # its workers have ended; we hold the lock
                     remove_temps(models)
+            zoodir.write_pstar(out, p, done, tables)
             return zoodir.write_csv(out, p, done)
         with torch_settings(threads):
             if ens == 1:
@@ -273,4 +280,5 @@ def _train_all(
         hf_logging.set_verbosity(hf_verbosity)
         if hf_bars:
             hf_logging.enable_progress_bar()
+    zoodir.write_pstar(out, p, done, tables)
     return zoodir.write_csv(out, p, done)

@@ -106,7 +106,9 @@ def os_error(path: Path, exc: OSError) -> SpecboundError:
 
 def _folder(out: Path) -> GrowingDir:
     """The zoo as a growing folder (``io.growing``): zoo.json and zoo.csv checksummed."""
-    return GrowingDir(out, kind="zoo", files=("zoo.json", "zoo.csv"), dirs=("models",), lock=LOCK)
+    return GrowingDir(
+        out, kind="zoo", files=("zoo.json", "zoo.csv", "pstar.csv"), dirs=("models",), lock=LOCK
+    )
 
 
 def check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str]] = ()) -> bool:
@@ -163,12 +165,12 @@ def _check_zoo(out: Path, plan_: ZooPlan, inputs: Sequence[str | os.PathLike[str
             Param("out"),
         )
     new = plan_.record()
-    for key in ("preset", "grid", "max_steps", "target_loss"):
-        if old.get(key) != new[key]:
+    for key in ("preset", "grid", "max_steps", "target_loss", "design", "cells"):
+        if old.get(key) != new.get(key):
             raise SpecboundError(
                 f"{out} was trained with {key} {json.dumps(old.get(key))}, this run asks "
-                f"{json.dumps(new[key])}; a zoo holds one plan: re-run with the same preset, grid "
-                "and stopping rule, or train into a new ",
+                f"{json.dumps(new.get(key))}; a zoo holds one plan: re-run with the same preset, "
+                "grid and stopping rule, or train into a new ",
                 Param("out"),
             )
     return False
@@ -194,7 +196,7 @@ def write_meta(out: Path, plan_: ZooPlan, grid_source: str | None) -> None:
     meta = {
         **plan_.record(),
         "description": plan_.task.description,
-        "axes": list(plan_.task.axes),
+        "axes": list(plan_.axis_names),
         "size_axis": plan_.task.size_axis,
         "grid_file": grid_source,
         "num_models": len(plan_.points()),
@@ -272,7 +274,7 @@ def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any
     """(Re)write ZOO/zoo.csv: one row per finished model of the plan, in grid order."""
     import pandas as pd
 
-    axes = plan_.task.axes
+    axes = plan_.axis_names
     rows = [
         manifest_row(n, done[n], axes) for n in (model_name(p) for p in plan_.points()) if n in done
     ]
@@ -282,4 +284,30 @@ def write_csv(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]]) -> Any
     if (out / "zoo.csv").is_file() and (out / "zoo.csv").read_text() == text:
         return df
     _folder(out).write("zoo.csv", text)
+    return df
+
+
+def write_pstar(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]], tables: Any) -> Any:
+    """(Re)write ZOO/pstar.csv: every finished model's per-matrix p* table (``pstar.py``), in
+    grid order, ``model`` (``models/<name>``, as zoo.csv) first. ``tables``: name -> the
+    model's table (read by the caller, ``pstar.read_model_table``)."""
+    import pandas as pd
+
+    from .pstar import COLUMNS
+
+    frames = []
+    for n in (model_name(p) for p in plan_.points()):
+        if n in done and n in tables:
+            t = tables[n].copy()
+            t.insert(0, "model", f"models/{n}")
+            frames.append(t)
+    df = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["model", *COLUMNS])
+    )
+    text = csv_text(df)
+    if (out / "pstar.csv").is_file() and (out / "pstar.csv").read_text() == text:
+        return df
+    _folder(out).write("pstar.csv", text)
     return df
