@@ -126,8 +126,8 @@ def test_the_page_names_its_zoo_and_links_its_files_and_siblings(tmp_path):
     write_correlation(result, tmp_path / "pooled", figures=False)
     html = (tmp_path / "pooled" / "report.html").read_text()
     assert (
-        "Correlation study: sparse-parity, 2 zoos pooled: zoo-a + zoo-b, protocol v5, with data measures"
-        in html
+        "Correlation study: sparse-parity, 2 zoos pooled: zoo-a + zoo-b, protocol v5, "
+        "with data measures" in html
     )
     for f in ("models.csv", "differences.csv", "correlate.json"):
         assert f'href="{f}"' in html
