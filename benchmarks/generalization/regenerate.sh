@@ -27,6 +27,9 @@ restate sparse-parity-fixed-n sparse-parity-fixed-n
 # the zoos designed for tau_arch (fixed n = 200, depth x width cells): A1-A3 on tau_arch primary
 restate digits-arch digits-arch
 restate digits-arch-replicate digits-arch-replicate
+# the adaptivity zoos (protocol v5, design: adaptivity): D0, A1, A3 on tau_arch primary
+restate digits-adaptive digits-adaptive
+restate digits-adaptive-replicate digits-adaptive-replicate
 # each replicate zoo pooled with the standard zoo of its grid (disjoint seeds: 0-2 and 3-5)
 "${SB[@]}" correlate results/digits-v2 results/digits-replicate --out results/digits-pooled --bootstrap 1000 --seed 0 --quiet
 "${SB[@]}" correlate results/modular-addition-v2 results/modular-addition-replicate --out results/modular-addition-pooled --bootstrap 1000 --seed 0 --quiet
@@ -36,8 +39,9 @@ restate digits-arch-replicate digits-arch-replicate
   results/digits-arch results/digits-arch-replicate \
   --replicates digits=results/digits-v2,results/digits-replicate:results/digits-pooled \
   --replicates modular-addition=results/modular-addition-v2,results/modular-addition-replicate:results/modular-addition-pooled \
+  --replicates digits-adaptive=results/digits-adaptive,results/digits-adaptive-replicate \
   --answer answer.md --claims claims.csv --out results/study --quiet
 # answer.md is the README's answer, opening the study page; `python tables.py --check answer.md`
 # checks its verdicts against the family rows
 # the ladder's page from its own models.csv and growth.csv, with the zoo's training columns
-"${PYTHON:-python}" ladder_page.py
+${PYTHON:-python} ladder_page.py  # PYTHON may be a command line (env ... python)
