@@ -45,7 +45,10 @@ MEASURE_WORDS = {
     "log_frobenius_product": "the product of Frobenius norms",
     "frobenius_sum": "the sum of Frobenius norms",
     "sample_size_only": "the training-set size alone",
+    "spectrum_adaptive_modal": "itself with p fixed per architecture (its modal form)",
 }
+#: The modal form of protocol v5 (contrast D0): the proxy against itself, not a plain measure.
+MODAL = "spectrum_adaptive_modal"
 #: The words of a statistic.
 STATISTIC_WORDS = {
     "tau_fixed_n": "τ_n (at equal training-set size)",
@@ -86,10 +89,10 @@ def _join(items: list[str]) -> str:
 
 def plain_answer(primary: pd.DataFrame) -> str:
     """The study's answer in one plain sentence, from its family rows (primary.csv): in how many
-    independent zoos the spectrum-adaptive proxy ranked the gap better / worse than the
-    norm-based proxy, and than the plain measures of the other contrasts of the spectrum-
-    adaptive proxy; a zoo counts as better (worse) when one of its rows of that comparison says
-    so, the rest as "no clear difference". "" without family rows."""
+    independent zoos the spectrum-adaptive proxy ranked the gap better / worse than its own
+    modal form (adaptivity zoos, contrast D0), than the norm-based proxy, and than the plain
+    measures of its other contrasts; a zoo counts as better (worse) when one of its rows of that
+    comparison says so, the rest as "no clear difference". "" without family rows."""
     fam = family_rows(primary)
     if not len(fam):
         return ""
@@ -97,9 +100,11 @@ def plain_answer(primary: pd.DataFrame) -> str:
     tasks = int(fam["task"].nunique()) if "task" in fam.columns else 0
     own = fam[fam["measure"].astype(str) == OWN]
     vs_norm = own[own["versus"].astype(str) == NORM]
-    vs_plain = own[own["versus"].astype(str) != NORM]
+    vs_modal = own[own["versus"].astype(str) == MODAL]
+    vs_plain = own[~own["versus"].astype(str).isin([NORM, MODAL])]
     parts = []
     for rows, against in (
+        (vs_modal, words(MODAL)),
         (vs_norm, words(NORM)),
         (vs_plain, "plain measures (" + _join(
             [words(v) for v in dict.fromkeys(vs_plain["versus"].astype(str))]) + ")"),
