@@ -14,22 +14,30 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...analysis import analyze
+from ...errors import SpecboundError
+from ...io.files import csv_text
+
 #: The columns of a model's table (``ZOO/pstar.csv`` puts ``model`` first).
 COLUMNS = ["layer", "head", "matrix_type", "rank", "p_star", "log10_scale"]
 FILE = "pstar.csv"
 
 
 def model_table(model_dir: str | os.PathLike[str]) -> Any:
-    """The per-matrix p* table of one saved checkpoint (module doc), a DataFrame."""
-    from ...analysis import analyze
+    """The per-matrix p* table of one saved checkpoint (module doc), a DataFrame; no rows for a
+    model whose weights cannot be analyzed (a diverged run: non-finite weights have no p*)."""
+    try:
+        a = analyze(str(model_dir), cache=False, measures="spectrum_adaptive")
+    except SpecboundError:
+        import pandas as pd
 
-    a = analyze(str(model_dir), cache=False, measures="spectrum_adaptive")
+        return pd.DataFrame(columns=COLUMNS)
     return a.matrices[COLUMNS].reset_index(drop=True)
 
 
 def write_model_table(model_dir: Path) -> None:
     """``MODEL/pstar.csv`` from the checkpoint in ``model_dir``."""
-    (model_dir / FILE).write_text(model_table(model_dir).to_csv(index=False))
+    (model_dir / FILE).write_text(csv_text(model_table(model_dir)))
 
 
 def read_model_table(model_dir: Path) -> Any:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import extras
+from ...adapters.registry import adapter_for
+from ...io.checkpoint import load_checkpoint
 
 #: The adapter roles of the regularized weights: W_Q, W_K, W_V, W_O, W_in, W_out.
 ROLES = ("query", "key", "value", "output", "ffn_in", "ffn_out")
@@ -23,9 +25,6 @@ ROLES = ("query", "key", "value", "output", "ffn_in", "ffn_out")
 def penalized_names(model: Any) -> list[str]:
     """Parameter names of W_Q, W_K, W_V, W_O, W_in, W_out of every layer of ``model`` (an
     ``nn.Module``), from the model's adapter, in depth order."""
-    from ...adapters.registry import adapter_for
-    from ...io.checkpoint import load_checkpoint
-
     adapter = adapter_for(load_checkpoint(model, None), None)
     params = {n for n, _ in model.named_parameters()}
     names = [t for r in adapter.tensor_roles() for role in ROLES for t in r.roles[role]]

@@ -30,6 +30,7 @@ from ...io.growing import GrowingDir
 from ...io.outdir import MANIFEST, sweep_stale
 from ...io.readback import read_zoo_json
 from .plan import ZooPlan, model_name
+from .pstar import COLUMNS as PSTAR_COLUMNS
 
 #: The marker inside a model temp dir written by earlier specbound versions
 #: (``models/.NAME.XXXX.tmp``): such leftovers are still removed, only those holding it (a
@@ -293,8 +294,6 @@ def write_pstar(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]], tabl
     model's table (read by the caller, ``pstar.read_model_table``)."""
     import pandas as pd
 
-    from .pstar import COLUMNS
-
     frames = []
     for n in (model_name(p) for p in plan_.points()):
         if n in done and n in tables:
@@ -304,7 +303,7 @@ def write_pstar(out: Path, plan_: ZooPlan, done: dict[str, dict[str, Any]], tabl
     df = (
         pd.concat(frames, ignore_index=True)
         if frames
-        else pd.DataFrame(columns=["model", *COLUMNS])
+        else pd.DataFrame(columns=["model", *PSTAR_COLUMNS])
     )
     text = csv_text(df)
     if (out / "pstar.csv").is_file() and (out / "pstar.csv").read_text() == text:
