@@ -161,6 +161,16 @@ def map_file(path: str | os.PathLike[str]) -> mmap.mmap:
         raise OSError(exc.errno, exc.strerror or str(exc), os.fspath(path)) from None
 
 
+def release_pages(mm: mmap.mmap | None, offset: int, nbytes: int) -> None:
+    """Drop the pages of ``mm[offset:offset + nbytes]`` from this process's resident set (a
+    streaming reader is done with a tensor); nothing where the platform has no MADV_DONTNEED."""
+    if mm is None or nbytes <= 0 or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start = offset // mmap.PAGESIZE * mmap.PAGESIZE
+    with contextlib.suppress(OSError, ValueError):
+        mm.madvise(mmap.MADV_DONTNEED, start, offset + nbytes - start)
+
+
 def is_count(x: Any) -> bool:
     """A JSON non-negative integer (not a bool, not a float)."""
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0

@@ -20,7 +20,6 @@ size of a linear map); every tensor here is in numpy order, (out, in) like ``nn.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import mmap
 import os
@@ -33,7 +32,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ..extras import install_hint
-from .files import check_regular_file, file_stamp
+from .files import check_regular_file, file_stamp, map_file, release_pages
 from .sources import check_finite
 
 INSTALL = install_hint("gguf")
@@ -238,7 +237,7 @@ class GGUFFile:
                     if len(head) == 4 and head != b"GGUF":
                         raise self._corrupt(f"wrong magic {head!r}, expected b'GGUF'")
                     raise self._corrupt(f"{size} bytes, shorter than GGUF's 24-byte header")
-                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                self._mm = map_file(self.path)  # an ENOMEM names the file
         except OSError as exc:
             raise CheckpointError(f"cannot read {self.path}: {exc.strerror or exc}") from None
         try:
@@ -385,8 +384,7 @@ class GGUFFile:
     def _map(self) -> mmap.mmap:
         if self._mm is None:
             try:
-                with open(self.path, "rb") as fh:
-                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                mm = map_file(self.path)
             except (OSError, ValueError) as exc:  # ValueError: the file is now empty
                 raise CheckpointError(
                     f"cannot read {self.path}: {getattr(exc, 'strerror', None) or exc}"
@@ -466,14 +464,8 @@ class GGUFFile:
 
     def _release(self, name: str) -> None:
         """Drop the tensor's mapped pages from this process's resident set (streaming)."""
-        if self._mm is None or not hasattr(mmap, "MADV_DONTNEED"):
-            return
         t = self._tensors[name]
-        start = (self.data_start + t.offset) // mmap.PAGESIZE * mmap.PAGESIZE
-        length = self.data_start + t.offset + t.nbytes - start
-        with contextlib.suppress(OSError, ValueError):
-            if length > 0:
-                self._mm.madvise(mmap.MADV_DONTNEED, start, length)
+        release_pages(self._mm, self.data_start + t.offset, t.nbytes)
 
     def fingerprint(self) -> str:
         return file_stamp(self.path)

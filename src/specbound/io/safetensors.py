@@ -4,7 +4,6 @@ validated before any offset is trusted, tensors are memory-mapped and read one a
 
 from __future__ import annotations
 
-import contextlib
 import math
 import mmap
 import os
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CheckpointError
-from .files import check_regular_file, file_stamp, is_count, map_file, parse_json
+from .files import check_regular_file, file_stamp, is_count, map_file, parse_json, release_pages
 from .sources import check_finite
 
 #: Bits per element of every dtype the safetensors format defines (library 0.8): a header is
@@ -206,13 +205,8 @@ class SafetensorsFile:
 
     def _release(self, name: str) -> None:
         """Drop the tensor's mapped pages from this process's resident set (streaming)."""
-        if self._mm is None or not hasattr(mmap, "MADV_DONTNEED"):
-            return
         _, _, begin, end = self._entries[name]
-        start = (self._data_start + begin) // mmap.PAGESIZE * mmap.PAGESIZE
-        length = self._data_start + end - start
-        with contextlib.suppress(OSError, ValueError):
-            self._mm.madvise(mmap.MADV_DONTNEED, start, length)
+        release_pages(self._mm, self._data_start + begin, end - begin)
 
     def fingerprint(self) -> str:
         return file_stamp(self.path)

@@ -13,7 +13,6 @@ same with or without it.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import mmap
 import os
@@ -24,7 +23,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 from . import torch_pickle as tp
-from .files import check_regular_file, file_stamp
+from .files import check_regular_file, file_stamp, map_file, release_pages
 from .sources import check_finite
 from .torch_layout import TorchArchive
 
@@ -127,8 +126,7 @@ class TorchBinFile:
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
-            with open(self.path, "rb") as fh:
-                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._mm = map_file(self.path)  # an ENOMEM names the file
         return self._mm
 
     def raw(self, name: str) -> np.ndarray:
@@ -175,16 +173,8 @@ class TorchBinFile:
     def _release(self, rec: tp.TensorRecord) -> None:
         """Drop the storage's mapped pages from this process's resident set (streaming)."""
         st = self._storages.get(rec.storage.key)
-        if (
-            self._mm is None
-            or st is None
-            or st.offset is None
-            or not hasattr(mmap, "MADV_DONTNEED")
-        ):
-            return
-        start = st.offset // mmap.PAGESIZE * mmap.PAGESIZE
-        with contextlib.suppress(OSError, ValueError):
-            self._mm.madvise(mmap.MADV_DONTNEED, start, st.offset + st.nbytes - start)
+        if st is not None and st.offset is not None:
+            release_pages(self._mm, st.offset, st.nbytes)
 
     def fingerprint(self) -> str:
         return file_stamp(self.path)
