@@ -93,8 +93,13 @@ def test_analyze_help_has_the_column_glossary() -> None:
 
 def test_shell_completion() -> None:
     assert "--install-completion" in run_cli("-h", env=WIDE).out
-    # without shellingham (core-only), typer reads the shell from $SHELL
-    r = run_cli("--show-completion", "bash", env={"SHELL": "/bin/bash"})
+    # typer reads the shell from $SHELL, not from the process tree (which holds no shell when
+    # pytest is started by another program)
+    r = run_cli(
+        "--show-completion",
+        "bash",
+        env={"SHELL": "/bin/bash", "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
+    )
     assert r.code == 0 and "_SPECBOUND_COMPLETE" in r.out
 
 
