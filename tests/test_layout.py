@@ -10,11 +10,14 @@ the same layer or a lower one, the import graph has no cycle, and no module is o
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "specbound"
+from tests.support import source_index as index
+from tests.support.tables import check_each
 
 #: first dotted component(s) -> layer; a longer prefix wins.
 LAYERS: dict[str, float] = {
@@ -44,17 +47,6 @@ LAYERS: dict[str, float] = {
 }
 
 
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC).with_suffix("")
-        parts = list(rel.parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
 def _layer(module: str) -> float | None:
     parts = module.split(".")
     for k in range(len(parts), 0, -1):
@@ -68,7 +60,7 @@ def _imports(module: str, path: Path, known: set[str], tree: ast.AST | None = No
     """specbound modules imported by ``module`` (relative and absolute forms), in ``tree`` (one
     statement) or the whole file."""
     if tree is None:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = index.tree(path)
     is_pkg = path.name == "__init__.py"
     base = module.split(".") if module else []
     pkg = base if is_pkg else base[:-1]
@@ -101,8 +93,14 @@ def _imports(module: str, path: Path, known: set[str], tree: ast.AST | None = No
     return found
 
 
-MODULES = _modules()
-GRAPH = {m: _imports(m, p, set(MODULES)) for m, p in MODULES.items()}
+MODULES = index.modules()
+
+
+@functools.cache
+def graph() -> dict[str, frozenset[str]]:
+    """module -> the specbound modules it imports (parsed once per session)."""
+    known = set(MODULES)
+    return {m: frozenset(_imports(m, p, known)) for m, p in MODULES.items()}
 
 
 def test_every_module_has_a_layer() -> None:
@@ -112,7 +110,7 @@ def test_every_module_has_a_layer() -> None:
 
 def test_no_upward_import() -> None:
     bad = []
-    for m, deps in GRAPH.items():
+    for m, deps in graph().items():
         if not m:  # specbound/__init__.py: lazy public names of every layer
             continue
         lm = _layer(m)
@@ -135,17 +133,17 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-@pytest.mark.parametrize("package", sorted(NEVER_IMPORTS))
-def test_never_imports(package: str) -> None:
+def test_never_imports() -> None:
     bad = [
         f"{m} imports {d}"
-        for m, deps in GRAPH.items()
+        for package, never in sorted(NEVER_IMPORTS.items())
+        for m, deps in graph().items()
         if _within(m, package)
-        for d in deps
-        if any(_within(d, f) for f in NEVER_IMPORTS[package])
+        for d in sorted(deps)
+        if any(_within(d, f) for f in never)
     ]
-    assert bad == [], "\n".join(sorted(bad))
-    assert any(_within(m, package) for m in GRAPH), f"no module in {package}"
+    empty = [p for p in NEVER_IMPORTS if not any(_within(m, p) for m in graph())]
+    assert bad == [] and empty == [], "\n".join([*bad, *(f"no module in {p}" for p in empty)])
 
 
 #: A file name specbound writes -> the one module that names it in code (docstrings may mention
@@ -155,29 +153,30 @@ ONE_WRITER: dict[str, str] = {
 }
 
 
-def _code_strings(tree: ast.AST) -> list[str]:
-    """String constants of ``tree`` that are not docstrings."""
+@functools.cache
+def _code_strings(path: Path) -> tuple[str, ...]:
+    """String constants of the module at ``path`` that are not docstrings."""
+    tree = index.tree(path)
     docs = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
                 docs.add(id(body[0].value))
-    return [
+    return tuple(
         n.value
         for n in ast.walk(tree)
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
-    ]
-
-
-@pytest.mark.parametrize("name", sorted(ONE_WRITER))
-def test_one_module_names_each_written_file(name: str) -> None:
-    naming = sorted(
-        m
-        for m, path in MODULES.items()
-        if any(name in text for text in _code_strings(ast.parse(path.read_text("utf-8"))))
     )
-    assert naming == [ONE_WRITER[name]]
+
+
+def test_one_module_names_each_written_file() -> None:
+    bad = []
+    for name, writer in sorted(ONE_WRITER.items()):
+        naming = sorted(m for m, p in MODULES.items() if any(name in t for t in _code_strings(p)))
+        if naming != [writer]:
+            bad.append(f"{name} is named in code by {naming}, not only by {writer}")
+    assert bad == [], "\n".join(bad)
 
 
 #: (module, private name it imports from another module) still left, each with its reason; the
@@ -190,10 +189,12 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
-def _private_imports(module: str, path: Path, tree: ast.AST) -> set[str]:
+def _private_imports(
+    module: str, path: Path, tree: ast.AST, known: dict[str, Path] | set[str] = MODULES
+) -> set[str]:
     """``target._name`` for each private name ``module`` takes from another module
     (``from X import _y``, ``X._y`` on an imported module ``X``) and each package-private module
-    ``P._m`` it imports from outside package ``P``."""
+    ``P._m`` it imports from outside package ``P`` (``known``: the package's modules)."""
     is_pkg = path.name == "__init__.py"
     base = module.split(".") if module else []
     pkg = base if is_pkg else base[:-1]
@@ -214,11 +215,11 @@ def _private_imports(module: str, path: Path, tree: ast.AST) -> set[str]:
                 target = ".".join(node.module.split(".")[1:])
             else:
                 continue
-            if target in MODULES and target != module and outside(target):
+            if target in known and target != module and outside(target):
                 found.add(target)
             for a in node.names:
                 full = f"{target}.{a.name}" if target else a.name
-                if full in MODULES:
+                if full in known:
                     aliases[a.asname or a.name] = full
                     if outside(full):
                         found.add(full)
@@ -232,7 +233,7 @@ def _private_imports(module: str, path: Path, tree: ast.AST) -> set[str]:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             target = aliases.get(node.value.id)
             full = f"{target}.{node.attr}"
-            if target and target != module and _private(node.attr) and full not in MODULES:
+            if target and target != module and _private(node.attr) and full not in known:
                 found.add(full)
     return found
 
@@ -241,7 +242,7 @@ def test_no_private_name_imported_from_another_module() -> None:
     found = {
         (m, name)
         for m, path in MODULES.items()
-        for name in _private_imports(m, path, ast.parse(path.read_text(encoding="utf-8")))
+        for name in _private_imports(m, path, index.tree(path))
     }
     bad = sorted(f"{m} imports {name}" for m, name in found - set(PRIVATE_IMPORTS))
     assert bad == [], "\n".join(bad)
@@ -249,32 +250,32 @@ def test_no_private_name_imported_from_another_module() -> None:
     assert stale == [], f"PRIVATE_IMPORTS entries no longer needed: {stale}"
 
 
-@pytest.mark.parametrize(
-    ("code", "expected"),
-    [
-        ("from .a import _x, y", {"p.a._x"}),
-        ("from . import a\na._x()", {"p.a._x"}),
-        ("import specbound.p.a as a\na._x", {"p.a._x"}),
-        ("from ..q import _m", {"q._m"}),
-        ("from .a import y\nfrom .b import z", set()),
-    ],
-)
-def test_the_private_import_scan_can_fail(code: str, expected: set[str]) -> None:
-    saved = dict(MODULES)
-    MODULES.update({"p.a": Path("a.py"), "q._m": Path("_m.py")})
-    try:
-        assert _private_imports("p.b", Path("b.py"), ast.parse(code)) == expected
-    finally:
-        MODULES.clear()
-        MODULES.update(saved)
+#: (code in module ``p.b``, the private names the scan must find there)
+PRIVATE_SCAN_CASES: list[tuple[str, set[str]]] = [
+    ("from .a import _x, y", {"p.a._x"}),
+    ("from . import a\na._x()", {"p.a._x"}),
+    ("import specbound.p.a as a\na._x", {"p.a._x"}),
+    ("from ..q import _m", {"q._m"}),
+    ("from .a import y\nfrom .b import z", set()),
+]
+
+
+def test_the_private_import_scan_can_fail() -> None:
+    known = {"p.a", "p.b", "q._m"}
+
+    def check(case: tuple[str, set[str]]) -> None:
+        code, expected = case
+        assert _private_imports("p.b", Path("b.py"), ast.parse(code), known) == expected
+
+    check_each(PRIVATE_SCAN_CASES, check, label=lambda c: repr(c[0]))
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: {d for d in deps if d} for m, deps in GRAPH.items() if m}
+    edges = {m: {d for d in deps if d} for m, deps in graph().items() if m}
     # a package's __init__ re-exporting its own submodules is not a cycle of the design
-    graph = {
+    edges = {
         m: {d for d in deps if not d.startswith(m + ".") and not m.startswith(d + ".")}
-        for m, deps in graph.items()
+        for m, deps in edges.items()
     }
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -283,7 +284,7 @@ def test_no_import_cycle() -> None:
     def visit(m: str) -> None:
         state[m] = 1
         stack.append(m)
-        for d in sorted(graph.get(m, ())):
+        for d in sorted(edges.get(m, ())):
             if state.get(d) == 1:
                 cycles.append([*stack[stack.index(d) :], d])
             elif d not in state:
@@ -291,7 +292,7 @@ def test_no_import_cycle() -> None:
         stack.pop()
         state[m] = 2
 
-    for m in sorted(graph):
+    for m in sorted(edges):
         if m not in state:
             visit(m)
     assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
@@ -307,20 +308,21 @@ LONG_MODULES: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_long_module_names_its_concept(module: str) -> None:
-    n = len(MODULES[module].read_text(encoding="utf-8").splitlines())
-    assert n <= 500 or module in LONG_MODULES, (
-        f"{MODULES[module]} has {n} lines: split it by concern, or list its one concept in "
-        "LONG_MODULES"
-    )
+def test_long_module_names_its_concept() -> None:
+    long = {m: len(index.lines(p)) for m, p in MODULES.items() if len(index.lines(p)) > 500}
+    bad = [
+        f"{MODULES[m]} has {n} lines: split it by concern, or list its one concept in LONG_MODULES"
+        for m, n in sorted(long.items())
+        if m not in LONG_MODULES
+    ]
+    assert bad == [], "\n".join(bad)
 
 
 def test_long_modules_are_long() -> None:
     short = [
         m
         for m in LONG_MODULES
-        if m in MODULES and len(MODULES[m].read_text(encoding="utf-8").splitlines()) <= 500
+        if m in MODULES and len(index.lines(MODULES[m])) <= 500
     ]
     assert short == [], f"LONG_MODULES entries no longer needed: {short}"
 
@@ -330,7 +332,7 @@ def test_no_local_engine_special_case_outside_engines() -> None:
     for m, path in MODULES.items():
         if m.startswith("engines") or m.startswith("cli.options"):
             continue
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for i, line in enumerate(index.lines(path), 1):
             code = line.split("#")[0]
             if '== "local"' in code or '!= "local"' in code or "== 'local'" in code:
                 bad.append(f"{path}:{i}: {line.strip()}")
@@ -395,7 +397,7 @@ def _function_level_own_imports() -> list[tuple[str, int, str]]:
     """(module, line, imported module) for each own import inside a function body."""
     found = []
     for m, path in MODULES.items():
-        for node, in_func, _ in _statements(ast.parse(path.read_text(encoding="utf-8"))):
+        for node, in_func, _ in _statements(index.tree(path)):
             if in_func:
                 targets = _imports(m, path, set(MODULES), node)
                 found.extend((m, node.lineno, t) for t in sorted(targets))
@@ -424,7 +426,7 @@ def test_heavy_packages_imported_lazily_in_their_places() -> None:
     places: dict[str, set[str]] = {k: set() for k in HEAVY_PLACES}
     top = []
     for m, path in MODULES.items():
-        for node, in_func, in_tc in _statements(ast.parse(path.read_text(encoding="utf-8"))):
+        for node, in_func, in_tc in _statements(index.tree(path)):
             if in_tc:
                 continue
             if isinstance(node, ast.Import):
@@ -471,7 +473,7 @@ def test_heavy_packages_have_one_place_extras() -> None:
         f"{m}:{line} imports {name} through importlib"
         for m, path in MODULES.items()
         if m != "extras"
-        for line, name in _dynamic_heavy_imports(ast.parse(path.read_text(encoding="utf-8")))
+        for line, name in _dynamic_heavy_imports(index.tree(path))
     ]
     assert bad == [], "\n".join(bad)
 
@@ -480,3 +482,175 @@ def test_the_dynamic_import_scan_can_fail() -> None:
     code = "import importlib\ndef f():\n    return importlib.import_module('torch.func')\n"
     tree = ast.parse(code)
     assert _dynamic_heavy_imports(tree) == [(3, "torch.func")]
+
+
+# ------------------------------------- every module reached by a behaviour test (issue 51)
+
+#: The convention tests (this file and its kin): they walk every module by rule, so a module
+#: they name is not thereby tested for what it does. Paths relative to ``tests/``.
+CONVENTION_TESTS: frozenset[str] = frozenset(
+    {
+        "test_layout.py",
+        "test_validation.py",
+        "test_validation_apis.py",
+        "cli/test_safe_outputs.py",
+        "cli/test_conventions.py",
+    }
+)
+
+#: Modules no behaviour test imports or names, each with how the tests reach it all the same.
+#: A stale entry (the module is named by a test now, or is gone) fails.
+REACHED_INDIRECTLY: dict[str, str] = {}
+
+_DOTTED = re.compile(r"\bspecbound((?:\.[A-Za-z_]\w*)+)")
+
+
+def _resolve(name: str, known: set[str]) -> set[str]:
+    """The longest module of ``known`` that the dotted ``name`` (below ``specbound``) refers to,
+    with the packages above it (importing a module runs its packages' ``__init__``)."""
+    parts = name.split(".") if name else []
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in known:
+            return {".".join(parts[:j]) for j in range(k + 1)}
+    return {""}
+
+
+#: Registries that load modules by name: (registry module, its table of module names, the
+#: package those names are in). A test that names the registry reaches every module in its table
+#: (it loads them all on first use); a module not in the table is not reached this way.
+REGISTRIES: dict[str, tuple[str, str]] = {
+    "measures": ("MODULES", "measures"),  # measure_names() / get_measure(name)
+    "adapters.registry": ("MODULES", "adapters"),  # get_adapter(checkpoint) by model_type
+    "cli": ("COMMANDS", "cli"),  # each command registers itself on cli.app when cli is imported
+}
+
+
+def _top_level_strings(tree: ast.Module, name: str) -> list[str]:
+    """The strings of the tuple, list or dict (its values) assigned to ``name`` at the top of
+    ``tree``."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        value = getattr(node, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and value is not None:
+            items = value.values if isinstance(value, ast.Dict) else getattr(value, "elts", [])
+            return [e.value for e in items if isinstance(e, ast.Constant)]
+    return []
+
+
+def _registered() -> dict[str, set[str]]:
+    """registry -> the modules its table loads."""
+    out = {}
+    for registry, (table, package) in REGISTRIES.items():
+        names = _top_level_strings(index.tree(MODULES[registry]), table)
+        out[registry] = {f"{package}.{n}" for n in names}
+    return out
+
+
+@functools.cache
+def _reexports() -> dict[tuple[str, str], str]:
+    """(package, name) -> the module that defines ``name``, for each name a package re-exports
+    from one of its modules (``from .sub import name`` in its ``__init__``, or a lazy
+    ``{name: "sub"}`` table that its ``__getattr__`` imports from), followed through re-exports
+    of re-exports."""
+    direct: dict[tuple[str, str], str] = {}
+    known = set(MODULES)
+    for m, path in MODULES.items():
+        if path.name != "__init__.py":
+            continue
+        tree = index.tree(path)
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                anchor = m.split(".")[: len(m.split(".")) - node.level + 1] if m else []
+                source = ".".join([*anchor, *(node.module.split(".") if node.module else [])])
+                if source in known:
+                    for a in node.names:
+                        direct[(m, a.asname or a.name)] = source
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+                for k, v in zip(node.value.keys, node.value.values, strict=True):
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant):
+                        source = f"{m}.{str(v.value).lstrip('.')}".lstrip(".")
+                        if source in known:
+                            direct[(m, str(k.value))] = source
+    out = {}
+    for key, source in direct.items():
+        name, seen = key[1], {key}
+        while (source, name) in direct and (source, name) not in seen:
+            seen.add((source, name))
+            source = direct[(source, name)]
+        out[key] = source
+    return out
+
+
+def _named_by(
+    tree: ast.AST, known: set[str], reexports: dict[tuple[str, str], str] | None = None
+) -> set[str]:
+    """specbound modules a test file imports (``import specbound.x``, ``from specbound.x import
+    y``, a name ``x`` re-exports from its module ``x.m``) or names in a string
+    (``"specbound.x.f"`` for monkeypatch, ``-m specbound.cli``)."""
+    reexports = _reexports() if reexports is None else reexports
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == "specbound" or node.module.startswith("specbound."):
+                base = node.module[len("specbound.") :] if "." in node.module else ""
+                names = [f"{base}.{a.name}".lstrip(".") for a in node.names]
+                names += [reexports[(base, a.name)] for a in node.names if (base, a.name) in reexports]
+        elif isinstance(node, ast.Import):
+            names = [a.name[len("specbound.") :] for a in node.names if a.name[:10] == "specbound."]
+            names += ["" for a in node.names if a.name == "specbound"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = [m.group(1)[1:] for m in _DOTTED.finditer(node.value)]
+        for n in names:
+            found |= _resolve(n, known)
+    return found
+
+
+def _behaviour_test_files() -> list[Path]:
+    return [
+        p
+        for p in index.test_files()
+        if p.relative_to(index.TESTS).as_posix() not in CONVENTION_TESTS
+    ]
+
+
+def test_every_module_is_named_by_a_behaviour_test() -> None:
+    """Each module of ``src/specbound`` is imported or named by a test outside the convention
+    tests (or listed in REACHED_INDIRECTLY with its reason), and every listed one still needs
+    its entry."""
+    known = set(MODULES)
+    named: set[str] = set()
+    for path in _behaviour_test_files():
+        named |= _named_by(index.tree(path), known)
+    for registry, loaded in _registered().items():
+        assert loaded and loaded <= known, f"{registry}: its table names no module or unknown ones"
+        if registry in named:
+            named |= loaded
+    unnamed = sorted(m for m in known - named if m not in REACHED_INDIRECTLY)
+    assert unnamed == [], "no behaviour test imports or names: " + ", ".join(unnamed)
+    stale = sorted(m for m in REACHED_INDIRECTLY if m in named or m not in known)
+    assert stale == [], f"REACHED_INDIRECTLY entries no longer needed: {stale}"
+    assert set(CONVENTION_TESTS) <= {p.relative_to(index.TESTS).as_posix() for p in index.test_files()}
+
+
+#: (test code, the modules the reach scan must find there, of a package {a, a.b, a.b.c, d})
+REACH_SCAN_CASES: list[tuple[str, set[str]]] = [
+    ("from specbound.a.b import c", {"", "a", "a.b", "a.b.c"}),
+    ("from specbound.a.b import f", {"", "a", "a.b"}),
+    ("from specbound import d", {"", "d"}),
+    ("import specbound.a.b as x", {"", "a", "a.b"}),
+    ("monkeypatch.setattr('specbound.a.b.c._f', g)", {"", "a", "a.b", "a.b.c"}),
+    ("run(['-m', 'specbound.d'])", {"", "d"}),
+    ("from specbound.a import g", {"", "a", "a.b", "a.b.c"}),
+    ("from .a import b\nimport specboundary\nx = 'specbound'", set()),
+]
+
+
+def test_the_reach_scan_can_fail() -> None:
+    known = {"", "a", "a.b", "a.b.c", "d"}
+
+    def check(case: tuple[str, set[str]]) -> None:
+        code, expected = case
+        assert _named_by(ast.parse(code), known, {("a", "g"): "a.b.c"}) == expected
+
+    check_each(REACH_SCAN_CASES, check, label=lambda c: repr(c[0]))

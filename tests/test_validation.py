@@ -22,39 +22,65 @@ from specbound.validation import (
     validate_fields,
     validate_params,
 )
+from tests.support.tables import check_each
+
+#: (checker, value, expected result); every one returns the value as the Python type
+ACCEPTS: list[tuple[str, object, object]] = [
+    *(("int", v, 3) for v in (3, np.int64(3), np.int32(3), np.uint8(3), np.int8(3))),
+    *(("bool", v, bool(v)) for v in (True, False, np.bool_(True), np.bool_(False))),
+    *(("real", v, float(v)) for v in (1.5, 2, np.float32(1.5), np.float64(-0.25), np.int64(7))),
+]
+ACCEPTING: dict[str, tuple[object, type]] = {
+    "int": (lambda v: check_int(v, "n", min=0, max=10), int),
+    "bool": (lambda v: check_bool(v, "quiet"), bool),
+    "real": (lambda v: check_real(v, "x"), float),
+}
 
 
-@pytest.mark.parametrize("v", [3, np.int64(3), np.int32(3), np.uint8(3), np.int8(3)])
-def test_int_accepts_python_and_numpy_ints(v: object) -> None:
-    out = check_int(v, "n", min=0, max=10)
-    assert out == 3 and type(out) is int
+def test_checkers_accept_python_and_numpy_values_as_python_types() -> None:
+    def check(case: tuple[str, object, object]) -> None:
+        kind, v, want = case
+        fn, typ = ACCEPTING[kind]
+        out = fn(v)  # type: ignore[operator]
+        assert out == want and type(out) is typ, out
+
+    check_each(ACCEPTS, check)
 
 
-@pytest.mark.parametrize(
-    "v", [True, False, np.bool_(True), 3.0, np.float64(3.0), "3", None, 3 + 0j, [3]]
-)
-def test_int_refuses_other_types(v: object) -> None:
-    with pytest.raises(SpecboundTypeError) as e:
-        check_int(v, "threads")
-    msg = str(e.value)
-    assert msg.startswith("threads must be an integer, got ") and repr(v) in msg
-    assert isinstance(e.value, TypeError) and isinstance(e.value, SpecboundError)
-    assert "\n" not in msg
+#: (checker, value, the start of its message); each is a SpecboundTypeError (a TypeError and a
+#: SpecboundError) whose one-line message names the parameter and the value's repr
+REFUSES_TYPE: list[tuple[str, object, str]] = [
+    *(
+        ("int", v, "threads must be an integer, got ")
+        for v in (True, False, np.bool_(True), 3.0, np.float64(3.0), "3", None, 3 + 0j, [3])
+    ),
+    *(
+        ("bool", v, "quiet must be True or False, got ")
+        for v in (0, 1, np.int64(1), 1.0, "yes", "True", None, [True])
+    ),
+    *(
+        ("real", v, "l_phi must be a real number, got ")
+        for v in (True, np.bool_(False), "1.0", None, 1j, np.complex128(1))
+    ),
+]
+REFUSING = {
+    "int": lambda v: check_int(v, "threads"),
+    "bool": lambda v: check_bool(v, "quiet"),
+    "real": lambda v: check_real(v, "l_phi"),
+}
 
 
-@pytest.mark.parametrize("v", [True, False, np.bool_(True), np.bool_(False)])
-def test_bool_accepts_python_and_numpy_bools(v: object) -> None:
-    out = check_bool(v, "quiet")
-    assert out is bool(v)
+def test_checkers_refuse_other_types_naming_parameter_and_value() -> None:
+    def check(case: tuple[str, object, str]) -> None:
+        kind, v, start = case
+        with pytest.raises(SpecboundTypeError) as e:
+            REFUSING[kind](v)
+        msg = str(e.value)
+        assert msg.startswith(start) and repr(v) in msg, msg
+        assert isinstance(e.value, TypeError) and isinstance(e.value, SpecboundError)
+        assert "\n" not in msg
 
-
-@pytest.mark.parametrize("v", [0, 1, np.int64(1), 1.0, "yes", "True", None, [True]])
-def test_bool_refuses_other_types(v: object) -> None:
-    with pytest.raises(SpecboundTypeError) as e:
-        check_bool(v, "quiet")
-    msg = str(e.value)
-    assert msg.startswith("quiet must be True or False, got ") and repr(v) in msg
-    assert isinstance(e.value, TypeError) and "\n" not in msg
+    check_each(REFUSES_TYPE, check)
 
 
 def test_int_bounds_inclusive() -> None:
@@ -71,24 +97,14 @@ def test_int_bounds_inclusive() -> None:
     assert isinstance(e.value, ValueError) and not isinstance(e.value, TypeError)
 
 
-@pytest.mark.parametrize("v", [1.5, 2, np.float32(1.5), np.float64(-0.25), np.int64(7)])
-def test_real_accepts_reals(v: object) -> None:
-    out = check_real(v, "x")
-    assert out == float(v) and type(out) is float
+def test_real_finite_by_default() -> None:
+    def check(v: float) -> None:
+        with pytest.raises(SpecboundValueError, match=r"^l_phi must be a finite real number, got"):
+            check_real(v, "l_phi")
+        if not math.isnan(v):
+            assert check_real(v, "x", finite=False) == v
 
-
-@pytest.mark.parametrize("v", [True, np.bool_(False), "1.0", None, 1j, np.complex128(1)])
-def test_real_refuses_other_types(v: object) -> None:
-    with pytest.raises(SpecboundTypeError, match=r"^l_phi must be a real number, got "):
-        check_real(v, "l_phi")
-
-
-@pytest.mark.parametrize("v", [math.nan, math.inf, -math.inf, np.float64("nan")])
-def test_real_finite_by_default(v: float) -> None:
-    with pytest.raises(SpecboundValueError, match=r"^l_phi must be a finite real number, got"):
-        check_real(v, "l_phi")
-    if not math.isnan(v):
-        assert check_real(v, "x", finite=False) == v
+    check_each([math.nan, math.inf, -math.inf, np.float64("nan")], check)
 
 
 def test_real_int_beyond_float64() -> None:
@@ -146,34 +162,38 @@ def test_validate_params_normalises() -> None:
     assert _f(1, names="a, b")[2] == ["a", "b"]
 
 
-@pytest.mark.parametrize(
-    ("kw", "exc", "message"),
-    [
-        ({"n": 0}, SpecboundValueError, "n must be an integer >= 1, got 0"),
-        ({"n": 11}, SpecboundValueError, "n must be an integer <= 10, got 11"),
-        ({"n": "3"}, SpecboundTypeError, "n must be an integer, got '3' (str)"),
-        ({"n": 3.0}, SpecboundTypeError, "n must be an integer, got 3.0 (float)"),
-        (
-            {"n": 1, "every": 0},
-            SpecboundValueError,
-            "every must be 'auto' or an integer >= 1, got 0 (int)",
-        ),
-        (
-            {"n": 1, "every": "x"},
-            SpecboundValueError,
-            "every must be 'auto' or an integer >= 1, got 'x' (str)",
-        ),
-        ({"n": 1, "names": "c"}, SpecboundValueError, "names: unknown name 'c'; choose from a, b"),
-        ({"n": 1, "names": 3}, SpecboundTypeError, "names must be a list of names, got 3 (int)"),
-        ({"n": 1, "out": ""}, SpecboundValueError, "out must be a non-empty path, got ''"),
-        ({"n": 1, "flag": 1}, SpecboundTypeError, "flag must be True or False, got 1 (int)"),
-    ],
-)
-def test_validate_params_refuses(kw: dict, exc: type, message: str) -> None:
-    with pytest.raises(exc) as info:
-        _f(**kw)
-    assert str(info.value).startswith(message), str(info.value)
-    assert "\n" not in str(info.value)
+#: (keyword arguments of _f, the error, the start of its one-line message)
+VALIDATE_REFUSES: list[tuple[dict, type, str]] = [
+    ({"n": 0}, SpecboundValueError, "n must be an integer >= 1, got 0"),
+    ({"n": 11}, SpecboundValueError, "n must be an integer <= 10, got 11"),
+    ({"n": "3"}, SpecboundTypeError, "n must be an integer, got '3' (str)"),
+    ({"n": 3.0}, SpecboundTypeError, "n must be an integer, got 3.0 (float)"),
+    (
+        {"n": 1, "every": 0},
+        SpecboundValueError,
+        "every must be 'auto' or an integer >= 1, got 0 (int)",
+    ),
+    (
+        {"n": 1, "every": "x"},
+        SpecboundValueError,
+        "every must be 'auto' or an integer >= 1, got 'x' (str)",
+    ),
+    ({"n": 1, "names": "c"}, SpecboundValueError, "names: unknown name 'c'; choose from a, b"),
+    ({"n": 1, "names": 3}, SpecboundTypeError, "names must be a list of names, got 3 (int)"),
+    ({"n": 1, "out": ""}, SpecboundValueError, "out must be a non-empty path, got ''"),
+    ({"n": 1, "flag": 1}, SpecboundTypeError, "flag must be True or False, got 1 (int)"),
+]
+
+
+def test_validate_params_refuses() -> None:
+    def check(case: tuple[dict, type, str]) -> None:
+        kw, exc, message = case
+        with pytest.raises(exc) as info:
+            _f(**kw)
+        assert str(info.value).startswith(message), str(info.value)
+        assert "\n" not in str(info.value)
+
+    check_each(VALIDATE_REFUSES, check)
 
 
 def test_validate_params_keeps_the_signature_and_refuses_unknown_parameters() -> None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import math
 import typing
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from specbound import extras
 from specbound.errors import SpecboundTypeError, SpecboundValueError
+from tests.support.tables import check_each
 
 T, V = SpecboundTypeError, SpecboundValueError
 NOWHERE = "/nonexistent/specbound-valid3"
@@ -41,27 +44,8 @@ CORRELATE = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "kind"), CORRELATE)
-def test_correlate_refuses_hostile_arguments_by_name(name, value, kind):
-    from specbound.studies.correlate import correlate
-
-    kw = {"zoo": NOWHERE, name: value}
-    with pytest.raises(kind) as e:
-        correlate(**kw)
-    assert str(e.value).startswith(name), str(e.value)
-
-
 POOL = [("bootstrap", 150, V), ("bootstrap", False, T), ("seed", -3, V), ("level", 0, V),
         ("primary", "P1", V)]  # fmt: skip
-
-
-@pytest.mark.parametrize(("name", "value", "kind"), POOL)
-def test_pool_refuses_hostile_arguments_before_reading_parts(name, value, kind):
-    from specbound.studies.correlate import pool as P
-
-    with pytest.raises(kind) as e:
-        P.pool([object()], **{name: value})  # type: ignore[list-item]
-    assert str(e.value).startswith(name)
 
 
 def test_pool_and_correlation_study_accept_zero_draws_correlate_does_not():
@@ -90,17 +74,6 @@ ZOO = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "kind"), ZOO)
-def test_train_zoo_refuses_hostile_arguments_by_name(tmp_path, name, value, kind):
-    from specbound.studies.zoo import train_zoo
-
-    kw = {"task": "digits", "out": tmp_path / "zoo", name: value}
-    with pytest.raises(kind) as e:
-        train_zoo(**kw)
-    assert str(e.value).startswith(name), str(e.value)
-    assert not (tmp_path / "zoo").exists()
-
-
 def test_train_zoo_accepts_the_cli_spelling_of_ensemble():
     from specbound.studies.zoo.train import ENSEMBLE
     from specbound.validation import check_param
@@ -120,16 +93,6 @@ LAYERS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "kind"), LAYERS)
-def test_layerwise_refuses_hostile_arguments_before_analyzing(name, value, kind):
-    from specbound.layerwise import layerwise
-
-    kw = {"method": "alphapruning", name: value}
-    with pytest.raises(kind) as e:
-        layerwise(NOWHERE, **kw)
-    assert str(e.value).startswith(name)
-
-
 def test_lr_max_below_lr_min_names_both_parameters():
     from specbound.layerwise import tempbalance_factors
 
@@ -139,23 +102,48 @@ def test_lr_max_below_lr_min_names_both_parameters():
 
 TRAJECTORY = [("gap_kind", "zz", V), ("gap_kind", 1, T), ("track", "", V), ("track", None, T)]
 
-
-@pytest.mark.parametrize(("name", "value", "kind"), TRAJECTORY)
-def test_read_trajectory_refuses_hostile_arguments_by_name(name, value, kind):
-    from specbound.studies.trajectory import read_trajectory
-
-    kw = {"track": NOWHERE, name: value}
-    with pytest.raises(kind) as e:
-        read_trajectory(**kw)
-    assert str(e.value).startswith(name)
+STUDY = [
+    *(("folders", v, k) for v, k in (("", V), (3, T), ([""], V), ([1], T))),
+    *(("replicates", v, T) for v in ("abc", 3, [("g", "a")], [(1, ["a", "b"], None)])),
+]
+#: the start of the message where it is more than the parameter's name
+PREFIX = {"replicates": "replicates must be"}
 
 
-@pytest.mark.parametrize(("value", "kind"), [("", V), (3, T), ([""], V), ([1], T)])
-def test_study_refuses_hostile_folders(value, kind):
+def _calls(out: Path) -> dict[str, tuple[list, Callable[..., object]]]:
+    """API -> (its hostile-argument table, a call with one argument replaced)."""
+    from specbound.layerwise import layerwise
+    from specbound.studies.correlate import correlate
+    from specbound.studies.correlate import pool as P
     from specbound.studies.multizoo import study
+    from specbound.studies.trajectory import read_trajectory
+    from specbound.studies.zoo import train_zoo
 
-    with pytest.raises(kind, match=r"^folders"):
-        study(value)
+    return {
+        "correlate": (CORRELATE, lambda **kw: correlate(**{"zoo": NOWHERE, **kw})),
+        "pool": (POOL, lambda **kw: P.pool([object()], **kw)),  # before reading any part
+        "train_zoo": (ZOO, lambda **kw: train_zoo(**{"task": "digits", "out": out, **kw})),
+        "layerwise": (LAYERS, lambda **kw: layerwise(NOWHERE, **{"method": "alphapruning", **kw})),
+        "read_trajectory": (TRAJECTORY, lambda **kw: read_trajectory(**{"track": NOWHERE, **kw})),
+        "study": (STUDY, lambda **kw: study(**{"folders": ["x"], **kw})),
+    }
+
+
+def test_each_api_refuses_hostile_arguments_by_name(tmp_path):
+    """Each hostile argument is refused before any work with the typed error whose message
+    starts with the Python parameter's name; nothing is written (train_zoo's out)."""
+    out = tmp_path / "zoo"
+    calls = _calls(out)
+
+    def check(case: tuple[str, str, object, type]) -> None:
+        api, name, value, kind = case
+        with pytest.raises(kind) as e:
+            calls[api][1](**{name: value})
+        assert str(e.value).startswith(PREFIX.get(name, name)), str(e.value)
+        assert not out.exists()
+
+    cases = [(api, *row) for api, (table, _) in calls.items() for row in table]
+    check_each(cases, check)
 
 
 def test_study_takes_a_bare_path_as_one_folder_not_its_letters(tmp_path):
@@ -190,25 +178,21 @@ CLI = [
 ]
 
 
-@pytest.mark.parametrize(("args", "flag"), CLI)
-def test_cli_refuses_with_one_error_line_naming_the_flag(tmp_path, args, flag):
+def test_cli_refuses_with_one_error_line_naming_the_flag(tmp_path):
     from tests.support.cli_runner import run_cli
 
-    if args[:2] == ["zoo", "train"] and not extras.available("torch"):
-        pytest.skip("without the zoo extra, that is the first (and only) error")
     out = tmp_path / "out"
-    r = run_cli(*args, "--out", out)
-    assert r.code == 2, r.err
-    assert flag in r.one_error_line()
-    assert not out.exists()
 
+    def check(case: tuple[list[str], str]) -> None:
+        args, flag = case
+        r = run_cli(*args, "--out", out)
+        assert r.code == 2, r.err
+        assert flag in r.one_error_line()
+        assert not out.exists()
 
-@pytest.mark.parametrize("value", ["abc", 3, [("g", "a")], [(1, ["a", "b"], None)]])
-def test_study_refuses_malformed_replicate_groups(value):
-    from specbound.studies.multizoo import study
-
-    with pytest.raises(T, match=r"^replicates must be"):
-        study(["x"], value)
+    # without the zoo extra, that extra's message is zoo train's first (and only) error
+    torch = extras.available("torch")
+    check_each([c for c in CLI if torch or c[0][:2] != ["zoo", "train"]], check)
 
 
 def test_reproduce_study_is_a_choice(tmp_path):
