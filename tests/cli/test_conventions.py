@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from specbound._version import __version__
 from tests.support.checkpoints import write_tiny_bert
 from tests.support.cli_runner import run_cli, run_cli_process
+from tests.support.tables import check_each
 
 #: Every command path and whether it prints a result (then it has --json).
 COMMANDS: list[tuple[list[str], bool]] = [
@@ -65,15 +66,16 @@ def test_python_m_specbound_prints_the_version() -> None:
     assert r.out.strip() == __version__
 
 
-@pytest.mark.parametrize(
-    ("path", "prints"), COMMANDS, ids=[" ".join(p) or "app" for p, _ in COMMANDS]
-)
-def test_help_conventions(path: list[str], prints: bool) -> None:
-    short, long = run_cli(*path, "-h", env=WIDE), run_cli(*path, "--help", env=WIDE)
-    assert short.code == 0 and long.code == 0, short.err + long.err
-    assert short.out == long.out and "Usage: specbound" in short.out
-    assert "<bool>" not in short.out  # boolean flags take no value
-    assert ("--json" in short.out) == prints
+def test_help_conventions() -> None:
+    def check(case: tuple[list[str], bool]) -> None:
+        path, prints = case
+        short, long = run_cli(*path, "-h", env=WIDE), run_cli(*path, "--help", env=WIDE)
+        assert short.code == 0 and long.code == 0, short.err + long.err
+        assert short.out == long.out and "Usage: specbound" in short.out
+        assert "<bool>" not in short.out  # boolean flags take no value
+        assert ("--json" in short.out) == prints
+
+    check_each(COMMANDS, check, label=lambda c: " ".join(c[0]) or "app")
 
 
 def test_defaults_are_shown() -> None:
@@ -219,21 +221,25 @@ def test_library_parameter_names_become_flags() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--grid-m", "0"], "--grid-m"),
-        (["--l-phi", "-1"], "--l-phi"),
-        (["--ray-address", "127.0.0.1:1"], "--ray-address"),
-        (["--engine", "spark"], "spark"),
-    ],
-)
-def test_bad_option_one_line_before_work(tiny: Path, tmp_path: Path, args, needle) -> None:
+BAD_ANALYZE_OPTIONS = [
+    (["--grid-m", "0"], "--grid-m"),
+    (["--l-phi", "-1"], "--l-phi"),
+    (["--ray-address", "127.0.0.1:1"], "--ray-address"),
+    (["--engine", "spark"], "spark"),
+]
+
+
+def test_bad_option_one_line_before_work(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    r = run_cli("analyze", tiny, "--out", out, "--no-cache", *args)
-    assert r.code == 2, r.err
-    assert needle in r.one_error_line()
-    assert not out.exists() and r.out == ""
+
+    def check(case: tuple[list[str], str]) -> None:
+        args, needle = case
+        r = run_cli("analyze", tiny, "--out", out, "--no-cache", *args)
+        assert r.code == 2, r.err
+        assert needle in r.one_error_line()
+        assert not out.exists() and r.out == ""
+
+    check_each(BAD_ANALYZE_OPTIONS, check)
 
 
 def test_cache_clear_unwritable_is_one_line(
@@ -271,37 +277,39 @@ def test_cache_clear_read_only_folder(tiny: Path, tmp_path: Path) -> None:
     r.one_error_line()
 
 
-@pytest.mark.parametrize(
-    ("args", "flag"),
-    [
-        (["--seed", "-1"], "--seed"),
-        (["--bootstrap", str(10**9)], "--bootstrap"),
-        (["--bootstrap", "-3"], "--bootstrap"),
-    ],
-)
-def test_correlate_bad_statistics_options_before_work(
-    tiny: Path, tmp_path: Path, args: list[str], flag: str
-) -> None:
+def test_correlate_bad_statistics_options_before_work(tiny: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     manifest = tmp_path / "zoo.csv"
     manifest.write_text(f"model,train_acc,test_acc\n{tiny},1.0,0.5\n")
     out = tmp_path / "out"
-    r = run_cli("correlate", "--manifest", manifest, "--out", out, *args)
-    assert r.code == 2, r.err
-    assert flag in r.one_error_line()  # one line: no "[1/1] ..." model line came before it
-    assert not out.exists()
+
+    def check(case: tuple[list[str], str]) -> None:
+        args, flag = case
+        r = run_cli("correlate", "--manifest", manifest, "--out", out, *args)
+        assert r.code == 2, r.err
+        assert flag in r.one_error_line()  # one line: no "[1/1] ..." model line came before it
+        assert not out.exists()
+
+    cases = [
+        (["--seed", "-1"], "--seed"),
+        (["--bootstrap", str(10**9)], "--bootstrap"),
+        (["--bootstrap", "-3"], "--bootstrap"),
+    ]
+    check_each(cases, check)
 
 
-@pytest.mark.parametrize("threads", ["0", "-5", str(10**8)])
-def test_zoo_threads_absurd_before_work(tmp_path: Path, threads: str) -> None:
+def test_zoo_threads_absurd_before_work(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # without the zoo extra, that is the first (and only) error
     out = tmp_path / "zoo"
-    r = run_cli(
-        "zoo", "train", "modular-addition", "--preset", "tiny", "--out", out, "--threads", threads
-    )
-    assert r.code == 2, r.err
-    assert "--threads" in r.one_error_line()
-    assert not out.exists()
+
+    def check(threads: str) -> None:
+        args = ("zoo", "train", "modular-addition", "--preset", "tiny", "--out", out)
+        r = run_cli(*args, "--threads", threads)
+        assert r.code == 2, r.err
+        assert "--threads" in r.one_error_line()
+        assert not out.exists()
+
+    check_each(["0", "-5", str(10**8)], check)
 
 
 def test_usage_errors_are_one_line() -> None:
@@ -441,8 +449,14 @@ MEASURES = [
 ]
 
 
-@pytest.mark.parametrize("width", [80, 100, 160])
-def test_correlation_table_keeps_key_columns(width: int, capsys) -> None:
+def test_correlation_table_keeps_key_columns(capsys) -> None:
+    def check(width: int) -> None:
+        _check_correlation_table(width, capsys)
+
+    check_each([80, 100, 160], check)
+
+
+def _check_correlation_table(width: int, capsys) -> None:
     from specbound.report.terminal_correlate import print_correlation
 
     res = _fake_correlation(MEASURES)

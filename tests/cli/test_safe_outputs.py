@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound import cli
+from specbound import cli, extras
 from specbound.analysis import analyze
 from specbound.errors import SpecboundError
 from specbound.io import MANIFEST, TMP_MARKER
 from tests.support.checkpoints import write_tiny_bert
+from tests.support.tables import check_each
 
 # ---------------------------------------------------------------------------------- helpers
 
@@ -215,20 +216,22 @@ def test_empty_existing_dir_and_symlink_to_earlier_output(tmp_path, tiny):
 # ------------------------------------------------------------- 3. folders follow the umask
 
 
-@pytest.mark.parametrize("mask", [0o022, 0o027])
-def test_new_output_dir_follows_umask(tmp_path, tiny, mask):
+def test_new_output_dir_follows_umask(tmp_path, tiny):
     from specbound.io import files
 
-    old = os.umask(mask)
-    files.umask.cache_clear()  # specbound reads the umask once per process
-    try:
-        tiny.to_dir(tmp_path / "o")
-        (tmp_path / "o2").mkdir()  # what the OS does for a plain new folder
-    finally:
-        os.umask(old)
-        files.umask.cache_clear()
-    mode = (tmp_path / "o").stat().st_mode & 0o777
-    assert mode == 0o777 & ~mask == (tmp_path / "o2").stat().st_mode & 0o777
+    def check(mask: int) -> None:
+        old = os.umask(mask)
+        files.umask.cache_clear()  # specbound reads the umask once per process
+        try:
+            tiny.to_dir(tmp_path / f"o{mask:o}")
+            (tmp_path / f"plain{mask:o}").mkdir()  # what the OS does for a plain new folder
+        finally:
+            os.umask(old)
+            files.umask.cache_clear()
+        mode = (tmp_path / f"o{mask:o}").stat().st_mode & 0o777
+        assert mode == 0o777 & ~mask == (tmp_path / f"plain{mask:o}").stat().st_mode & 0o777
+
+    check_each([0o022, 0o027], check, label=oct)
 
 
 # ---------------------------------------------------------- 2. stale temp dirs, SIGTERM
@@ -432,20 +435,22 @@ def test_html_tables_say_beyond_float64(deep):
 # ------------------------------------------------------------- 4. argument validation
 
 
-@pytest.mark.parametrize("bad", [2.5, True, 0, -3, 10_001, "3", float("nan")])
-def test_grid_m_rejected(tiny, bad):
-    with pytest.raises(SpecboundError, match="grid_m"):
-        tiny.with_options(grid_m=bad)
-    with pytest.raises(SpecboundError, match="grid_m"):
-        analyze("/nonexistent/model", grid_m=bad)  # options are checked before reading
+#: (option of analyze and Analysis.with_options, a value it refuses)
+BAD_OPTIONS = [
+    *(("grid_m", bad) for bad in (2.5, True, 0, -3, 10_001, "3", float("nan"))),
+    *(("l_phi", bad) for bad in (0.0, -1.0, float("nan"), float("inf"), True, "1")),
+]
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), True, "1"])
-def test_l_phi_rejected(tiny, bad):
-    with pytest.raises(SpecboundError, match="l_phi"):
-        tiny.with_options(l_phi=bad)
-    with pytest.raises(SpecboundError, match="l_phi"):
-        analyze("/nonexistent/model", l_phi=bad)
+def test_bad_analysis_options_rejected(tiny):
+    def check(case: tuple[str, object]) -> None:
+        name, bad = case
+        with pytest.raises(SpecboundError, match=name):
+            tiny.with_options(**{name: bad})
+        with pytest.raises(SpecboundError, match=name):
+            analyze("/nonexistent/model", **{name: bad})  # options are checked before reading
+
+    check_each(BAD_OPTIONS, check)
 
 
 def test_compute_bounds_checks_layers(tiny):
@@ -466,16 +471,16 @@ def test_compute_bounds_checks_layers(tiny):
 # ---------------------------------------------------------------------- 5. CLI policy
 
 
-def test_usage_error_is_one_line(models, monkeypatch, capsys):
-    code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]), "--grid-m", "abc")
-    assert code == 2
-    assert "--grid-m" in one_error_line(err)
+def test_usage_errors_are_one_line(models, monkeypatch, capsys):
+    def check(case: tuple[str, str]) -> None:
+        value, needle = case
+        code, _, err = run_main(
+            monkeypatch, capsys, "analyze", str(models["m1"]), "--grid-m", value
+        )
+        assert code == 2
+        assert needle in one_error_line(err)
 
-
-def test_grid_m_fraction_on_cli(models, monkeypatch, capsys):
-    code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]), "--grid-m", "2.5")
-    assert code == 2
-    one_error_line(err)
+    check_each([("abc", "--grid-m"), ("2.5", "error: ")], check)  # not an int; a fraction
 
 
 def patch_analyze(monkeypatch, fake) -> None:
@@ -589,32 +594,31 @@ def test_debug_flag_after_the_command(models, monkeypatch, capsys):
     assert code == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize(
-    "exc",
-    [
+def test_out_of_memory_is_not_reported_as_a_bug(models, monkeypatch, capsys):
+    """torch's allocators raise RuntimeError/OutOfMemoryError: exit 1, 'out of memory', no
+    'internal error ... please report it'."""
+    errors: list[BaseException] = [
         RuntimeError(
             "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't "
             "allocate memory: you tried to allocate 96000000000 bytes."
         ),
         MemoryError(),
-        "torch.OutOfMemoryError",
-    ],
-)
-def test_out_of_memory_is_not_reported_as_a_bug(models, monkeypatch, capsys, exc):
-    """torch's allocators raise RuntimeError/OutOfMemoryError: exit 1, 'out of memory', no
-    'internal error ... please report it'."""
+    ]
+    if extras.available("torch"):
+        errors.append(
+            extras.torch().OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+        )
 
-    if exc == "torch.OutOfMemoryError":
-        torch = pytest.importorskip("torch")
-        exc = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+    def check(exc: BaseException) -> None:
+        def oom(*a, **k):
+            raise exc
 
-    def oom(*a, **k):
-        raise exc
+        patch_analyze(monkeypatch, oom)
+        code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]))
+        line = one_error_line(err)
+        assert code == 1 and "out of memory" in line and "internal error" not in line, line
 
-    patch_analyze(monkeypatch, oom)
-    code, _, err = run_main(monkeypatch, capsys, "analyze", str(models["m1"]))
-    line = one_error_line(err)
-    assert code == 1 and "out of memory" in line and "internal error" not in line, line
+    check_each(errors, check, label=lambda e: type(e).__name__)
 
 
 # ------------------------------------- issue 44: one writer; --out vs inputs; odd --out paths
@@ -825,31 +829,34 @@ EMPTY_OUT_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("argv", EMPTY_OUT_COMMANDS, ids=lambda a: a[0])
-def test_an_empty_out_is_refused_and_nothing_is_written(
-    argv, models, tmp_path, monkeypatch, capsys
-):
+def test_an_empty_out_is_refused_and_nothing_is_written(models, tmp_path, monkeypatch, capsys):
     """``--out ''`` is not the current folder: Path('') is '.', which the user did not name
     (it wrote the results into the working folder)."""
     work = tmp_path / "cwd"
     work.mkdir()
     monkeypatch.chdir(work)
-    args = [str(models["m1"]) if a == "MODEL" else a for a in argv]
-    code, _out, err = run_main(monkeypatch, capsys, *args, "--out", "")
-    assert code == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and "--out" in lines[0], err
-    assert "empty" in lines[0]
-    assert list(work.iterdir()) == []
+
+    def check(argv: list[str]) -> None:
+        args = [str(models["m1"]) if a == "MODEL" else a for a in argv]
+        code, _out, err = run_main(monkeypatch, capsys, *args, "--out", "")
+        assert code == 2
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and "--out" in lines[0], err
+        assert "empty" in lines[0]
+        assert list(work.iterdir()) == []
+
+    check_each(EMPTY_OUT_COMMANDS, check, label=" ".join)
 
 
-@pytest.mark.parametrize("what", ["folder", "file"])
-def test_the_library_writers_refuse_an_empty_path(what, tmp_path, monkeypatch):
+def test_the_library_writers_refuse_an_empty_path(tmp_path, monkeypatch):
     from specbound.io.files import atomic_file
     from specbound.io.outdir import output_dir
 
     monkeypatch.chdir(tmp_path)
-    writer = output_dir if what == "folder" else atomic_file
-    with pytest.raises(SpecboundError, match="is empty"), writer(""):
-        pass
-    assert list(tmp_path.iterdir()) == []
+
+    def check(writer) -> None:
+        with pytest.raises(SpecboundError, match="is empty"), writer(""):
+            pass
+        assert list(tmp_path.iterdir()) == []
+
+    check_each([output_dir, atomic_file], check, label=lambda w: w.__name__)
