@@ -548,24 +548,26 @@ def _registered() -> dict[str, set[str]]:
 
 @functools.cache
 def _reexports() -> dict[tuple[str, str], str]:
-    """(package, name) -> the module that defines ``name``, for each name a package re-exports
-    from one of its modules (``from .sub import name`` in its ``__init__``, or a lazy
-    ``{name: "sub"}`` table that its ``__getattr__`` imports from), followed through re-exports
-    of re-exports."""
+    """(module, name) -> the module that defines ``name``, for each name a module takes from
+    another at its top (``from .sub import name``; a test importing it from there uses ``sub``)
+    or a package names in a lazy ``{name: "sub"}`` table that its ``__getattr__`` imports from,
+    followed through re-exports of re-exports."""
     direct: dict[tuple[str, str], str] = {}
     known = set(MODULES)
     for m, path in MODULES.items():
-        if path.name != "__init__.py":
-            continue
-        tree = index.tree(path)
-        for node in tree.body:
+        parts = m.split(".") if m else []
+        pkg = parts if path.name == "__init__.py" else parts[:-1]
+        for node in index.tree(path).body:
             if isinstance(node, ast.ImportFrom) and node.level:
-                anchor = m.split(".")[: len(m.split(".")) - node.level + 1] if m else []
+                anchor = pkg[: len(pkg) - node.level + 1] if pkg else []
                 source = ".".join([*anchor, *(node.module.split(".") if node.module else [])])
                 if source in known:
                     for a in node.names:
                         direct[(m, a.asname or a.name)] = source
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            lazy = path.name == "__init__.py" and isinstance(node, (ast.Assign, ast.AnnAssign))
+            if lazy and isinstance(getattr(node, "value", None), ast.Dict):
+                assert isinstance(node, (ast.Assign, ast.AnnAssign))
+                assert isinstance(node.value, ast.Dict)
                 for k, v in zip(node.value.keys, node.value.values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(v, ast.Constant):
                         source = f"{m}.{str(v.value).lstrip('.')}".lstrip(".")
