@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import re
 from pathlib import Path
 
@@ -319,11 +320,7 @@ def test_long_module_names_its_concept() -> None:
 
 
 def test_long_modules_are_long() -> None:
-    short = [
-        m
-        for m in LONG_MODULES
-        if m in MODULES and len(index.lines(MODULES[m])) <= 500
-    ]
+    short = [m for m in LONG_MODULES if m in MODULES and len(index.lines(MODULES[m])) <= 500]
     assert short == [], f"LONG_MODULES entries no longer needed: {short}"
 
 
@@ -500,7 +497,27 @@ CONVENTION_TESTS: frozenset[str] = frozenset(
 
 #: Modules no behaviour test imports or names, each with how the tests reach it all the same.
 #: A stale entry (the module is named by a test now, or is gone) fails.
-REACHED_INDIRECTLY: dict[str, str] = {}
+_DATA_MEASURES = "data measures: track.data_measures runs them (tests/measures/test_data.py)"
+REACHED_INDIRECTLY: dict[str, str] = {
+    "cli.options": "the flags shared by the commands: every CLI test parses them",
+    "io.gguf": "GGUF checkpoints: io.checkpoint.load_checkpoint of a .gguf (tests/io/test_gguf.py)",
+    "io.torch_layout": "the .bin zip/legacy layout: io.torch_files.TorchBinFile reads through it "
+    "(tests/io/test_torch_bin.py)",
+    "measures.data.run": _DATA_MEASURES,
+    "measures.data.flatness": _DATA_MEASURES,
+    "measures.data.margin": _DATA_MEASURES,
+    "measures.data.sharpness": _DATA_MEASURES,
+    "report.figures.scale": "a scaling study's figures: studies.scale writes its report with "
+    "them (tests/studies/scale/)",
+    "studies.answer": "the words of a study's answer: studies.multizoo.study and its page "
+    "(tests/studies/test_multizoo.py, tests/report/test_study_pages.py)",
+    "studies.correlate.rows": "one row of correlation.csv: studies.correlate.correlate "
+    "(tests/studies/correlate/test_run.py recomputes the rows by brute force)",
+    "studies.trajectory_answer": "the words of a trajectory page: report.pages.trajectory "
+    "(tests/report/test_pages.py)",
+    "track.callbacks": "SpecboundCallback and the Lightning callback, exported lazily by track "
+    "(tests/track/test_tracker.py)",
+}
 
 _DOTTED = re.compile(r"\bspecbound((?:\.[A-Za-z_]\w*)+)")
 
@@ -564,11 +581,9 @@ def _reexports() -> dict[tuple[str, str], str]:
                 if source in known:
                     for a in node.names:
                         direct[(m, a.asname or a.name)] = source
-            lazy = path.name == "__init__.py" and isinstance(node, (ast.Assign, ast.AnnAssign))
-            if lazy and isinstance(getattr(node, "value", None), ast.Dict):
-                assert isinstance(node, (ast.Assign, ast.AnnAssign))
-                assert isinstance(node.value, ast.Dict)
-                for k, v in zip(node.value.keys, node.value.values, strict=True):
+            value = getattr(node, "value", None)  # a lazy {name: "sub"} table of a package
+            if path.name == "__init__.py" and isinstance(value, ast.Dict):
+                for k, v in zip(value.keys, value.values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(v, ast.Constant):
                         source = f"{m}.{str(v.value).lstrip('.')}".lstrip(".")
                         if source in known:
@@ -597,12 +612,22 @@ def _named_by(
             if node.module == "specbound" or node.module.startswith("specbound."):
                 base = node.module[len("specbound.") :] if "." in node.module else ""
                 names = [f"{base}.{a.name}".lstrip(".") for a in node.names]
-                names += [reexports[(base, a.name)] for a in node.names if (base, a.name) in reexports]
+                names += [
+                    reexports[(base, a.name)] for a in node.names if (base, a.name) in reexports
+                ]
         elif isinstance(node, ast.Import):
             names = [a.name[len("specbound.") :] for a in node.names if a.name[:10] == "specbound."]
             names += ["" for a in node.names if a.name == "specbound"]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             names = [m.group(1)[1:] for m in _DOTTED.finditer(node.value)]
+        elif isinstance(node, (ast.List, ast.Tuple)):  # [python, "-m", "specbound.cli", ...]
+            run = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            names = [
+                f"{b[len('specbound.') :]}.__main__".lstrip(".") if b != "specbound" else "__main__"
+                for a, b in itertools.pairwise(run)
+                if a == "-m" and isinstance(b, str) and (b + ".").startswith("specbound.")
+            ]
+            names = [n for n in names if n in known]
         for n in names:
             found |= _resolve(n, known)
     return found
@@ -632,7 +657,9 @@ def test_every_module_is_named_by_a_behaviour_test() -> None:
     assert unnamed == [], "no behaviour test imports or names: " + ", ".join(unnamed)
     stale = sorted(m for m in REACHED_INDIRECTLY if m in named or m not in known)
     assert stale == [], f"REACHED_INDIRECTLY entries no longer needed: {stale}"
-    assert set(CONVENTION_TESTS) <= {p.relative_to(index.TESTS).as_posix() for p in index.test_files()}
+    assert set(CONVENTION_TESTS) <= {
+        p.relative_to(index.TESTS).as_posix() for p in index.test_files()
+    }
 
 
 #: (test code, the modules the reach scan must find there, of a package {a, a.b, a.b.c, d})
@@ -642,14 +669,16 @@ REACH_SCAN_CASES: list[tuple[str, set[str]]] = [
     ("from specbound import d", {"", "d"}),
     ("import specbound.a.b as x", {"", "a", "a.b"}),
     ("monkeypatch.setattr('specbound.a.b.c._f', g)", {"", "a", "a.b", "a.b.c"}),
-    ("run(['-m', 'specbound.d'])", {"", "d"}),
+    ("x = 'specbound.d'", {"", "d"}),
     ("from specbound.a import g", {"", "a", "a.b", "a.b.c"}),
+    ("run([sys.executable, '-m', 'specbound.d', 'x'])", {"", "d", "d.__main__"}),
+    ("run(['-m', 'specbound'])", {"", "__main__"}),
     ("from .a import b\nimport specboundary\nx = 'specbound'", set()),
 ]
 
 
 def test_the_reach_scan_can_fail() -> None:
-    known = {"", "a", "a.b", "a.b.c", "d"}
+    known = {"", "a", "a.b", "a.b.c", "d", "d.__main__", "__main__"}
 
     def check(case: tuple[str, set[str]]) -> None:
         code, expected = case

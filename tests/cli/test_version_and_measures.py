@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from specbound._version import __version__
 from specbound.measures import get_measure, measure_names

@@ -45,7 +45,10 @@ def _alpha_direct(c2_in, c2_out, c2_qk, c2_ov, l_phi) -> list[float]:
     """alpha(l) = prod_{k=l+1}^{L-1} L_phi C2(M_in) C2(M_out) sum_h C2(OV)(1 + 4 C2(QK))."""
     L = len(c2_in)
     factors = [
-        l_phi * c2_in[k] * c2_out[k] * sum(o * (1 + 4 * q) for q, o in zip(c2_qk[k], c2_ov[k]))
+        l_phi
+        * c2_in[k]
+        * c2_out[k]
+        * sum(o * (1 + 4 * q) for q, o in zip(c2_qk[k], c2_ov[k], strict=True))
         for k in range(L)
     ]
     return [math.prod(factors[l + 1 :]) for l in range(L)]

@@ -51,7 +51,11 @@ def test_accuracy_gap_is_train_minus_test_and_loss_gap_test_minus_train() -> Non
 
 def test_auto_prefers_accuracy_then_the_first_pair_present() -> None:
     g = resolve_gap(["train_loss", "val_loss", "train_accuracy", "eval_accuracy"])
-    assert g is not None and (g.kind, g.train, g.test) == ("accuracy", "train_accuracy", "eval_accuracy")
+    assert g is not None and (g.kind, g.train, g.test) == (
+        "accuracy",
+        "train_accuracy",
+        "eval_accuracy",
+    )
     assert g.label == "gap = train_accuracy - eval_accuracy"
     g = resolve_gap(["train_loss", "val_loss", "test_loss"], "auto")
     assert g is not None and (g.kind, g.test) == ("loss", "test_loss")  # test_loss pair first

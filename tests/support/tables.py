@@ -24,7 +24,7 @@ def failures(
     for case in cases:
         try:
             check(case)
-        except (Exception, pytest.fail.Exception) as e:  # noqa: BLE001 - recorded, reported below
+        except (Exception, pytest.fail.Exception) as e:
             message = str(e).strip() or type(e).__name__
             bad.append(f"{label(case)}: {type(e).__name__}: {message}")
     return bad

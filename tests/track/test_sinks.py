@@ -51,7 +51,7 @@ def test_make_sinks_finds_the_active_runs(tmp_path: Path, monkeypatch) -> None:
 
 def test_tensorboard_refuses_a_file_in_its_place(tmp_path: Path) -> None:
     (tmp_path / "tensorboard").write_text("mine")
-    with pytest.raises(SpecboundError, match="is not a directory.*tensorboard=False"):
+    with pytest.raises(SpecboundError, match=r"is not a directory.*tensorboard=False"):
         TensorBoardSink(tmp_path / "tensorboard")
     with pytest.raises(SpecboundError, match="is not a directory"):
         make_sinks(tmp_path, tensorboard=True, wandb=False, trackio=False)

@@ -41,9 +41,7 @@ def _one_axis_pairs(s: Sample, axis: int | None = None):
 
 
 def _sign_error(s: Sample, pairs) -> float:
-    errs = [
-        (1 - np.sign(s.mu[i] - s.mu[j]) * np.sign(s.g[i] - s.g[j])) / 2 for i, j in pairs
-    ]
+    errs = [(1 - np.sign(s.mu[i] - s.mu[j]) * np.sign(s.g[i] - s.g[j])) / 2 for i, j in pairs]
     return float(np.mean(errs))
 
 

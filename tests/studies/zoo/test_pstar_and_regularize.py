@@ -55,9 +55,7 @@ def test_penalty_sums_nuclear_or_spectral_norms() -> None:
     assert float(spec) == pytest.approx(2.0 * sum(s.max() for s in sv), rel=1e-12)
     spec.backward()  # differentiable: d||W||_2/dW = u1 v1^T
     u, _, vt = np.linalg.svd(mats[0])
-    np.testing.assert_allclose(
-        weights[0].grad.numpy(), 2.0 * np.outer(u[:, 0], vt[0]), atol=1e-10
-    )
+    np.testing.assert_allclose(weights[0].grad.numpy(), 2.0 * np.outer(u[:, 0], vt[0]), atol=1e-10)
     batch = torch.tensor(np.stack([mats[0], 2 * mats[0]]))  # an ensemble: one sum per member
     n, s = norm_sums([batch])
     assert n.tolist() == pytest.approx([sv[0].sum(), 2 * sv[0].sum()], rel=1e-12)

@@ -8,8 +8,8 @@ import pytest
 
 from specbound.studies.zoo.tasks import get_task, task_names
 from specbound.studies.zoo.tasks.digits import Digits
-from specbound.studies.zoo.tasks.modular_addition import P, ModularAddition
-from specbound.studies.zoo.tasks.sparse_parity import POSITIONS, T, TEST_SIZE, SparseParity
+from specbound.studies.zoo.tasks.modular_addition import ModularAddition, P
+from specbound.studies.zoo.tasks.sparse_parity import POSITIONS, TEST_SIZE, SparseParity, T
 
 pytest.importorskip("torch")
 
@@ -30,7 +30,9 @@ def test_modular_addition_labels_every_pair() -> None:
     x, y = data.x.tolist(), data.y.tolist()
     assert data.num_classes == P and len(x) == P * P
     assert {(a, b) for _eq, a, b in x} == {(a, b) for a in range(P) for b in range(P)}
-    assert all(row[0] == P and label == (row[1] + row[2]) % P for row, label in zip(x, y))
+    assert all(
+        row[0] == P and label == (row[1] + row[2]) % P for row, label in zip(x, y, strict=True)
+    )
     train, test = task.split(0.3, seed=1)
     assert len(train) == round(0.3 * P * P) and not set(train) & set(test)
     assert sorted(train + test) == list(range(P * P))
@@ -47,7 +49,9 @@ def test_sparse_parity_labels_are_the_parity_of_its_positions() -> None:
     assert {tuple(row[1:]) for row in x} == {
         tuple((i >> k) & 1 for k in range(T)) for i in range(2**T)
     }
-    assert all(label == sum(row[1 + p] for p in POSITIONS) % 2 for row, label in zip(x, y))
+    assert all(
+        label == sum(row[1 + p] for p in POSITIONS) % 2 for row, label in zip(x, y, strict=True)
+    )
     train, test = task.split(100, seed=0)
     assert len(train) == 100 and len(test) == TEST_SIZE and not set(train) & set(test)
     assert task.split(50, seed=3)[1] == test  # one fixed test set for every size and seed
