@@ -16,6 +16,7 @@ import pytest
 
 from specbound.errors import CheckpointError, Param, SpecboundError, SpecboundValueError
 from specbound.validation import check_int
+from tests.support import source_index
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "specbound"
 FLAG = re.compile(r"--[A-Za-z]")
@@ -63,7 +64,7 @@ def _flag_strings() -> list[tuple[str, int, str]]:
         rel = path.relative_to(SRC).as_posix()
         if rel.startswith("cli/"):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = source_index.tree(path)  # parsed once per session, shared with test_layout
         docs = _docstrings(tree)
         for node in ast.walk(tree):
             if (
