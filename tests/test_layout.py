@@ -3,8 +3,12 @@
 Data walks one way: io -> adapters -> linalg -> engines -> measures -> analysis -> studies/track
 -> report -> cli (engines only execute jobs: analysis, studies and the CLI hand them work). Every
 import (module level or inside a function: a lazy import is still a dependency) must point to
-the same layer or a lower one, the import graph has no cycle, and no module is over 500 lines.
-``specbound/__init__.py`` (lazy public names) is the one module allowed to name every layer.
+the same layer or a lower one, the import graph has no cycle, and a module over 500 lines names
+its one concept in LONG_MODULES. ``specbound/__init__.py`` (lazy public names) is the one module
+allowed to name every layer. Every module is imported or named by a behaviour test.
+
+Each rule is one test that walks its table and fails once, listing every offender; the source
+files are parsed once per session (``tests/support/source_index.py``).
 """
 
 from __future__ import annotations
