@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from specbound.report.html import glossary_id, page, table
 from specbound.report.html_assets import CSS, GLOSSARY, JS, LABELS
@@ -79,3 +80,14 @@ def test_compact_table_cells() -> None:
     }
     assert (sig_text(0.001234), sig_text(math.nan), sig_text(0.5)) == ("0.00123", "n/a", "0.500")
     assert (cell_text(None), cell_text(math.nan), cell_text("x")) == ("", "", "x")
+
+
+def test_the_report_package_exports_its_names_lazily() -> None:
+    import specbound.report as report
+    from specbound.report import html
+
+    assert report.table is html.table and report.LABELS is LABELS
+    for name in report.__all__:
+        assert getattr(report, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        report.nothing_here  # noqa: B018
