@@ -50,9 +50,9 @@ def test_penalty_sums_nuclear_or_spectral_norms() -> None:
     sv = [np.linalg.svd(m, compute_uv=False) for m in mats]
     weights = [torch.tensor(m, requires_grad=True) for m in mats]
     nuc = penalty(weights, "nuclear", 0.25)
-    assert float(nuc) == pytest.approx(0.25 * sum(s.sum() for s in sv), rel=1e-12)
+    assert nuc.item() == pytest.approx(0.25 * sum(s.sum() for s in sv), rel=1e-12)
     spec = penalty(weights, "spectral", 2.0)
-    assert float(spec) == pytest.approx(2.0 * sum(s.max() for s in sv), rel=1e-12)
+    assert spec.item() == pytest.approx(2.0 * sum(s.max() for s in sv), rel=1e-12)
     spec.backward()  # differentiable: d||W||_2/dW = u1 v1^T
     u, _, vt = np.linalg.svd(mats[0])
     np.testing.assert_allclose(weights[0].grad.numpy(), 2.0 * np.outer(u[:, 0], vt[0]), atol=1e-10)
