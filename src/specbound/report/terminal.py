@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core import MATRIX_TYPES
 from ..measures import get_measure, measure_names
+from ..measures.powerlaw import MIN_TAIL
 from ..naming import display_names, printable, short_path
 from ..studies.scale.verdict import AXIS_SYMBOL, growth_verdict
 from .numbers import BEYOND, number, spec
@@ -80,29 +81,6 @@ def explain_p(p_star: np.ndarray, analysis: Analysis | None = None) -> str:
                 "not only the depth factor, that makes p = 0 win."
             )
     return text
-
-
-def ceiling_sentence(a: Analysis) -> str:
-    """The rank-ceiling diagnosis of SPEC 10 in plain words: all matrices at p* = 0 make the
-    spectrum-adaptive proxy a rank count, the same for any full-rank checkpoint of the shape."""
-    p = np.asarray(a.details.p_star)
-    n = int(p.size)
-    k = int(np.sum(p == 0))
-    if n and k == n:
-        return (
-            f"all {n} matrices picked p* = 0: this number is the rank ceiling, the same for any "
-            "full-rank checkpoint of this shape"
-        )
-    gap = getattr(a, "spectrum_adaptive_ceiling_gap", None)
-    below = (
-        f", {gap:.3g} orders of magnitude below its rank ceiling"
-        if gap is not None and math.isfinite(gap)
-        else ""
-    )
-    return (
-        f"{k} of {n} matrices picked p* = 0: the spectrum-adaptive proxy sees the trained "
-        f"singular values{below}"
-    )
 
 
 def meaning_line(a: Analysis) -> str:
@@ -213,7 +191,7 @@ def htsr_fit_sentence(a: Analysis) -> str | None:
     if not n:
         return None
     ok, short, poor = (int(h[f"htsr_fits_{v}"] or 0) for v in ("ok", "short_tail", "poor"))
-    text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < 20), {poor} poor."
+    text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < {MIN_TAIL}), {poor} poor."
     if ok < n:
         mean_ok = h["htsr_alpha_ok"]
         over = spec(mean_ok, ".4g")
