@@ -63,6 +63,9 @@ KS_CRITICAL = 1.358
 #: The verdicts of ``fit_quality`` (weights.csv ``htsr_fit``).
 FIT_OK, FIT_SHORT_TAIL, FIT_POOR = "ok", "short_tail", "poor"
 FIT_VERDICTS = (FIT_OK, FIT_SHORT_TAIL, FIT_POOR)
+#: WeightWatcher's range of alpha for well-trained layers (Martin & Mahoney 2021): alpha above
+#: it reads as under-trained, below it as over-trained.
+HTSR_GOOD = (2.0, 6.0)
 #: Rows of the (candidates x eigenvalues) work array per chunk (bounds memory at ~32 MiB).
 _CHUNK_ENTRIES = 4 * 1024 * 1024
 #: Candidates per chunk: small chunks skip most of the j < i half of the square.
@@ -214,6 +217,11 @@ def mean_alpha(x: MeasureInput, weighted: bool) -> MeasureValue:
     if not vals:
         return MeasureValue(None, note or "no weight matrices")
     return MeasureValue(float(np.mean(vals)), note)
+
+
+def outside_good(alpha: float) -> float:
+    """How far ``alpha`` lies outside WeightWatcher's range :data:`HTSR_GOOD` (0 inside)."""
+    return max(HTSR_GOOD[0] - alpha, alpha - HTSR_GOOD[1], 0.0)
 
 
 def fit_quality(f: PowerLawFit) -> tuple[str, str]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core import MATRIX_TYPES
 from ..measures import get_measure, measure_names
+from ..measures.powerlaw import MIN_TAIL
 from ..naming import display_names, printable, short_path
 from ..studies.scale.verdict import AXIS_SYMBOL, growth_verdict
 from .numbers import BEYOND, number, spec
@@ -80,29 +81,6 @@ def explain_p(p_star: np.ndarray, analysis: Analysis | None = None) -> str:
                 "not only the depth factor, that makes p = 0 win."
             )
     return text
-
-
-def ceiling_sentence(a: Analysis) -> str:
-    """The rank-ceiling diagnosis of SPEC 10 in plain words: all matrices at p* = 0 make the
-    spectrum-adaptive proxy a rank count, the same for any full-rank checkpoint of the shape."""
-    p = np.asarray(a.details.p_star)
-    n = int(p.size)
-    k = int(np.sum(p == 0))
-    if n and k == n:
-        return (
-            f"all {n} matrices picked p* = 0: this number is the rank ceiling, the same for any "
-            "full-rank checkpoint of this shape"
-        )
-    gap = getattr(a, "spectrum_adaptive_ceiling_gap", None)
-    below = (
-        f", {gap:.3g} orders of magnitude below its rank ceiling"
-        if gap is not None and math.isfinite(gap)
-        else ""
-    )
-    return (
-        f"{k} of {n} matrices picked p* = 0: the spectrum-adaptive proxy sees the trained "
-        f"singular values{below}"
-    )
 
 
 def meaning_line(a: Analysis) -> str:
@@ -213,7 +191,7 @@ def htsr_fit_sentence(a: Analysis) -> str | None:
     if not n:
         return None
     ok, short, poor = (int(h[f"htsr_fits_{v}"] or 0) for v in ("ok", "short_tail", "poor"))
-    text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < 20), {poor} poor."
+    text = f"HTSR fits: {ok} of {n} ok, {short} short_tail (tail < {MIN_TAIL}), {poor} poor."
     if ok < n:
         mean_ok = h["htsr_alpha_ok"]
         over = spec(mean_ok, ".4g")
@@ -381,70 +359,86 @@ def print_summary(
         console.print(f"wrote {shown(short_path(out, 40))}/: {files}", highlight=False)
 
 
-def print_study(
-    study: Any, out: Path | None = None, report: bool = True, width: int | None = None
-) -> None:
-    """The models table (one column per measure), the pooled growth fits and the verdict."""
-    from rich.table import Table
+#: Short column labels of the study's models table.
+SHORT_LABELS = {"spectrum_adaptive": "B_sa", "norm_based": "B_nb"}
+SHARE_COLUMNS = ("share_p0", "share_p2")
 
-    console = make_console(width)
-    m = study.models
-    names = display_names(list(m["model"].astype(str))) if len(m) else []
+
+def study_measure_columns(m: Any, room: int) -> tuple[list[tuple[str, str]], str]:
+    """(the (column, measure) pairs of models.csv the models table shows, at most ``room`` in
+    SPEC 9 order (the two bounds first), measures undefined everywhere left out; the table's
+    title, saying how many measures it leaves to models.csv)."""
     measure_cols = [
         (c, n)
         for n in measure_names()
         for c in (n, f"{n}_log10")
         if c in m.columns and m[c].notna().any()
-    ]  # skip undefined everywhere
-    # as many measure columns as the terminal fits (SPEC 9 order: the two bounds first)
-    name_width = min(28, max((len(x) for x in names), default=5))
-    room = max(2, (console.width - 16 - name_width) // 12)
+    ]
     shown_cols = measure_cols[:room]
     title = f"models ({len(m)})"
     if len(shown_cols) < len(measure_cols):
         title += f", {len(shown_cols)} of {len(measure_cols)} measures (all in models.csv)"
-    measure_cols = shown_cols
+    return shown_cols, title
+
+
+def print_study_models(console: Any, m: Any) -> None:
+    """The models table: name, L, N, as many measures as the terminal fits, the p* shares."""
+    from rich.table import Table
+
+    names = display_names(list(m["model"].astype(str))) if len(m) else []
+    name_width = min(28, max((len(x) for x in names), default=5))
+    measure_cols, title = study_measure_columns(m, max(2, (console.width - 16 - name_width) // 12))
+    shares = [c for c in SHARE_COLUMNS if c in m.columns]
     print_title(console, title)
     t = Table(show_edge=False)
     t.add_column("model", no_wrap=True)
     for c in ["L", "N"]:
         t.add_column(c, justify="right", no_wrap=True)
-    short = {"spectrum_adaptive": "B_sa", "norm_based": "B_nb"}
     for _c, n in measure_cols:
-        t.add_column(short.get(n, n.replace("_", " ")), justify="right", overflow="fold")
-    for c in ("share_p0", "share_p2"):
-        if c in m.columns:
-            t.add_column("p*=" + c[-1], justify="right", no_wrap=True)
+        t.add_column(SHORT_LABELS.get(n, n.replace("_", " ")), justify="right", overflow="fold")
+    for c in shares:
+        t.add_column("p*=" + c[-1], justify="right", no_wrap=True)
     for name, r in zip(names, m.to_dict("records"), strict=True):
         row = [shown(wrap_name(name, name_width)), str(r["num_layers"]), str(r["hidden_size"])]
         row += [_short(None if r[c] is None else float(r[c])) for c, _n in measure_cols]
-        row += [f"{r[c]:.0%}" for c in ("share_p0", "share_p2") if c in m.columns]
+        row += [f"{r[c]:.0%}" for c in shares]
         t.add_row(*row)
     console.print(t)
-    g = study.growth
+
+
+def print_growth_fits(console: Any, g: Any) -> None:
+    """growth.csv's pooled fits (exponent and log10 per unit with their SEs); nothing
+    without any."""
+    from rich.table import Table
+
     name_col = "measure" if "measure" in g.columns else "proxy"
     pooled = g[(g["fit"] == "pooled")] if len(g) else g
-    if len(pooled):
-        print_title(console, "growth, pooled fits (growth.csv)")
-        gt = Table(show_edge=False)
-        for c in ["measure", "axis", "exponent", "SE", "log10/unit", "SE", "n"]:
-            gt.add_column(
-                c,
-                justify="left" if c == "measure" else "right",
-                no_wrap=True,
-                overflow="ellipsis",
-            )
-        for r in pooled.to_dict("records"):
-            gt.add_row(
-                shown(wrap_name(str(r[name_col]), 20)),
-                AXIS_SYMBOL.get(r["axis"], r["axis"]),
-                _short(r["exponent"]),
-                _short(r["exponent_se"], ".2g"),
-                _short(r["log10_per_unit"]),
-                _short(r["log10_per_unit_se"], ".2g"),
-                str(r["n_points"]),
-            )
-        console.print(gt)
+    if not len(pooled):
+        return
+    print_title(console, "growth, pooled fits (growth.csv)")
+    gt = Table(show_edge=False)
+    for c in ["measure", "axis", "exponent", "SE", "log10/unit", "SE", "n"]:
+        gt.add_column(
+            c,
+            justify="left" if c == "measure" else "right",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+    for r in pooled.to_dict("records"):
+        gt.add_row(
+            shown(wrap_name(str(r[name_col]), 20)),
+            AXIS_SYMBOL.get(r["axis"], r["axis"]),
+            _short(r["exponent"]),
+            _short(r["exponent_se"], ".2g"),
+            _short(r["log10_per_unit"]),
+            _short(r["log10_per_unit_se"], ".2g"),
+            str(r["n_points"]),
+        )
+    console.print(gt)
+
+
+def print_growth_verdicts(console: Any, g: Any) -> None:
+    """``verdict.growth_verdict``'s sentence and interaction notes, per axis that has one."""
     for axis in ("hidden_size", "num_layers"):
         v = growth_verdict(g, axis) if len(g) else None
         if v is not None:
@@ -453,6 +447,16 @@ def print_study(
             )
             for note in v.interaction:
                 console.print(f"  [yellow]{shown(note)}[/yellow]", highlight=False)
+
+
+def print_study(
+    study: Any, out: Path | None = None, report: bool = True, width: int | None = None
+) -> None:
+    """The models table (one column per measure), the pooled growth fits and the verdict."""
+    console = make_console(width)
+    print_study_models(console, study.models)
+    print_growth_fits(console, study.growth)
+    print_growth_verdicts(console, study.growth)
     if out is not None:
         files = "models.csv, growth.csv"
         if getattr(study, "skipped", None):

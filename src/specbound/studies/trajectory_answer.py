@@ -14,7 +14,7 @@ import numpy as np
 
 from ..track import half_change_step
 from .gap import resolve_gap
-from .trajectory import FLAT_TOL, PLATEAU, grokking_phase, plateau
+from .trajectory import FLAT_TOL, PLATEAU, Phase, grokking_phase, plateau
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,41 +124,53 @@ def test_metric_step(df: pd.DataFrame) -> tuple[str, float] | None:
     return None if h is None else (g.test, float(h))
 
 
-def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
-    """The page's answer in plain words, from the milestones table; every claim about when a
-    measure moved is scoped to the half-change statistic it rests on."""
-    steps = df["step"].to_numpy(dtype=float)
-    span = float(steps.max() - steps.min()) or 1.0
-    near = NEAR * span
-    phase = grokking_phase(df)
-    test = test_metric_step(df)
+#: What every claim about when a measure moved rests on.
+BY_HALF_CHANGE = (
+    "By the half-change statistic (the step by which a series covered half its net change)"
+)
+NO_TEST_METRIC = (
+    "No test metric was recorded, so the page cannot say whether any measure moved "
+    "with generalization; the table gives each measure's half-change step."
+)
+ONE_NUMBER_CAVEAT = (
+    "Caveat: a half-change step summarizes a whole curve in one number; a measure can "
+    "change shape at the grokking step without its half-change step moving there (see the "
+    "mean p* panel and each measure's panel)."
+)
+
+
+def half_change_steps(ms: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
+    """({measure: its half-change step} of the milestones' measures that have one, the
+    measures without one: they do not move)."""
     measures = ms[ms["kind"] == "measure"]
     half = {
         r.series: float(r.half_change_step)
         for r in measures.itertuples()
         if r.half_change_step is not None and not math.isnan(float(r.half_change_step))
     }
-    flat = [m for m in measures["series"] if m not in half]
-    out: list[str] = []
-    if test is None:
-        out.append(
-            "No test metric was recorded, so the page cannot say whether any measure moved "
-            "with generalization; the table gives each measure's half-change step."
-        )
-        return out
+    return half, [m for m in measures["series"] if m not in half]
+
+
+def timing_sentences(
+    half: dict[str, float], test: tuple[str, float], near: float, grokking: bool
+) -> list[str]:
+    """Which measures moved at the test metric's half-change step (their own within ``near``
+    steps of it), which earlier, which later; the step is "the grokking step" when
+    ``grokking``."""
     name, t = test
     at = sorted((m for m, h in half.items() if abs(h - t) <= near), key=lambda m: half[m])
     before = sorted((m for m, h in half.items() if h < t - near), key=lambda m: half[m])
     after = sorted((m for m, h in half.items() if h > t + near), key=lambda m: half[m])
-    where = "the grokking step" if phase is not None else f"the step where {name} moved"
-    by = "By the half-change statistic (the step by which a series covered half its net change)"
+    where = "the grokking step" if grokking else f"the step where {name} moved"
     if at:
-        out.append(
-            f"{by}, {len(at)} of {len(half)} measures moved at {where} (step {t:,.0f}, within "
-            f"{near:,.0f} steps): {', '.join(at)}."
-        )
+        out = [
+            f"{BY_HALF_CHANGE}, {len(at)} of {len(half)} measures moved at {where} (step "
+            f"{t:,.0f}, within {near:,.0f} steps): {', '.join(at)}."
+        ]
     else:
-        out.append(f"{by}, no measure moved at {where} (step {t:,.0f}, half-change of {name}).")
+        out = [
+            f"{BY_HALF_CHANGE}, no measure moved at {where} (step {t:,.0f}, half-change of {name})."
+        ]
     if before:
         last = max(half[m] for m in before)
         out.append(
@@ -168,34 +180,51 @@ def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
         )
     if after:
         out.append(f"By the same statistic, {len(after)} moved later: {', '.join(after)}.")
+    return out
+
+
+def swing_sentence(df: pd.DataFrame, half: dict[str, float]) -> str | None:
+    """The sentence naming the measures that swing after the plateau (:func:`swinging`), which
+    the half-change statistic does not see; None when none does."""
+    sw = swinging(df, list(half))
+    if sw is None or not sw[1]:
+        return None
+    return (
+        f"The statistic does not see swings: after the plateau (step {sw[0]:,.0f}), "
+        f"{len(sw[1])} of {len(half)} measures range over more than {SWING:g} times their "
+        f"net change there ({', '.join(sw[1])}): they go back and forth after the "
+        "plateau, which a single step cannot summarize; see their panels."
+    )
+
+
+def phase_sentence(phase: Phase | None) -> str | None:
+    """The grokking phase (``trajectory.grokking_phase``) in words; None without one."""
+    if phase is None:
+        return None
+    return (
+        f"Grokking phase detected: {phase.train} first reached its plateau (within "
+        f"{PLATEAU:g} of its maximum) at step {phase.start:,.0f}; {phase.test} reached half "
+        f"of its rise only at step {phase.end:,.0f} (shaded in the figures)."
+    )
+
+
+def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
+    """The page's answer in plain words, from the milestones table; every claim about when a
+    measure moved is scoped to the half-change statistic it rests on."""
+    steps = df["step"].to_numpy(dtype=float)
+    span = float(steps.max() - steps.min()) or 1.0
+    phase = grokking_phase(df)
+    test = test_metric_step(df)
+    half, flat = half_change_steps(ms)
+    if test is None:
+        return [NO_TEST_METRIC]
+    out = timing_sentences(half, test, NEAR * span, phase is not None)
     if flat:
         out.append(
             f"Undefined (the series does not move, so it has no half-change step): "
             f"{', '.join(flat)}."
         )
-    sw = swinging(df, list(half))
-    if sw is not None and sw[1]:
-        out.append(
-            f"The statistic does not see swings: after the plateau (step {sw[0]:,.0f}), "
-            f"{len(sw[1])} of {len(half)} measures range over more than {SWING:g} times their "
-            f"net change there ({', '.join(sw[1])}): they go back and forth after the "
-            "plateau, which a single step cannot summarize; see their panels."
-        )
-    if phase is not None:
-        out.append(
-            f"Grokking phase detected: {phase.train} first reached its plateau (within "
-            f"{PLATEAU:g} of its maximum) at step {phase.start:,.0f}; {phase.test} reached half "
-            f"of its rise only at step {phase.end:,.0f} (shaded in the figures)."
-        )
-    unstable = instability(df)
-    if unstable:
-        out.append(unstable)
-    caveat = ceiling_caveat(df)
-    if caveat:
-        out.append(caveat)
-    out.append(
-        "Caveat: a half-change step summarizes a whole curve in one number; a measure can "
-        "change shape at the grokking step without its half-change step moving there (see the "
-        "mean p* panel and each measure's panel)."
-    )
+    later = (swing_sentence(df, half), phase_sentence(phase), instability(df), ceiling_caveat(df))
+    out += [s for s in later if s]
+    out.append(ONE_NUMBER_CAVEAT)
     return out

@@ -127,3 +127,34 @@ def test_primary_choice_selects_the_family():
         T.correlation_study(_arch_zoo(False), measures, axes[1:], bootstrap=200, primary="arch")
     with pytest.raises(SpecboundError, match="primary"):
         T.correlation_study(df, measures, axes, bootstrap=200, primary="fancy")
+
+
+def test_ceiling_marks_and_architecture_stripes_are_decided_in_studies() -> None:
+    """The correlate scatter's judgements come from studies: a model is at the rank ceiling
+    below CEILING_THRESHOLD (an undefined gap is not), and a measure the depth x width cells
+    explain to at least STRIPES forms stripes; one with noise inside the cells does not."""
+    import pandas as pd
+
+    from specbound.studies.correlate.ceiling import (
+        CEILING_THRESHOLD,
+        STRIPES,
+        at_ceiling,
+        stripes_share,
+    )
+
+    models = pd.DataFrame(
+        {
+            "depth": [1, 1, 2, 2],
+            "width": [8, 8, 8, 8],
+            "spectrum_adaptive_ceiling_gap": [0.0, CEILING_THRESHOLD, None, 0.5],
+            "by_cell": [1.0, 1.0, 5.0, 5.0],
+            "noisy": [1.0, 5.0, 1.0, 5.0],
+        }
+    )
+    mask = at_ceiling(models)
+    assert mask is not None and mask.tolist() == [True, False, False, False]
+    assert at_ceiling(models.drop(columns="spectrum_adaptive_ceiling_gap")) is None
+    share = stripes_share(models, "by_cell")
+    assert share is not None and share >= STRIPES
+    assert stripes_share(models, "noisy") is None
+    assert stripes_share(models.drop(columns=["depth", "width"]), "by_cell") is None

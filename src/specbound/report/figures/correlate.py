@@ -6,6 +6,7 @@ Correlation's tables (models.csv, correlation.csv) as they are; labels are plain
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +14,12 @@ import numpy as np
 
 from ...measures import get_measure, measure_names
 from ...naming import natural_key
-from ...studies.correlate.ceiling import CEILING_THRESHOLD
-from ...studies.protocol.stats import cell_r2
+from ...studies.correlate.ceiling import (
+    ARCHITECTURE_COLUMNS,
+    CEILING_THRESHOLD,
+    at_ceiling,
+    stripes_share,
+)
 from ..numbers import as_float, interval, is_undefined
 from .style import (
     SMALL,
@@ -30,10 +35,6 @@ from .style import (
 if TYPE_CHECKING:
     from ...studies.correlate.result import Correlation
 
-#: A measure forms stripes when architecture cells explain at least this share of its variance.
-STRIPES = 0.9
-ARCHITECTURE_COLUMNS = ("depth", "width")
-
 
 def color_axis(row: Any, axes: list[str]) -> str | None:
     """The axis with the largest |psi_i| of a correlation row (None when no psi_i is defined)."""
@@ -45,22 +46,10 @@ def color_axis(row: Any, axes: list[str]) -> str | None:
     return best_axis
 
 
-def architecture_share(result: Correlation, measure: str) -> float:
-    """R^2 of the measure on the architecture cells (``stats.cell_r2``); NaN without them."""
-    import pandas as pd
-
-    m = result.models
-    cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
-    if not cells or measure not in m.columns:
-        return math.nan
-    ids = np.stack([pd.factorize(m[c], use_na_sentinel=False)[0] for c in cells], 1)
-    return cell_r2(pd.to_numeric(m[measure], errors="coerce").to_numpy(float), ids)
-
-
 def colouring(result: Correlation, measure: str) -> tuple[str | None, str]:
     """(what colours the scatter: "architecture", an axis name or None; why, in words)."""
-    r2 = architecture_share(result, measure)
-    if not math.isnan(r2) and r2 >= STRIPES:
+    r2 = stripes_share(result.models, measure)
+    if r2 is not None:
         return "architecture", (
             f"coloured by architecture: depth x width cells explain {100 * r2:.0f}% of its "
             "variance (one stripe per architecture)"
@@ -122,17 +111,108 @@ def wants_log(values: np.ndarray) -> tuple[float, float] | None:
     return (lo, hi) if math.log10(hi / lo) > LOG_DECADES else None
 
 
-def at_ceiling(result: Correlation, measure: str) -> np.ndarray | None:
-    """Which models sit at the rank ceiling (``spectrum_adaptive_ceiling_gap`` <
-    CEILING_THRESHOLD) in a scatter of a spectrum-adaptive measure; None for other measures or
-    without the column."""
-    import pandas as pd
+def ceiling_marks(result: Correlation, measure: str) -> np.ndarray:
+    """Which models a scatter of ``measure`` marks as at the rank ceiling (studies'
+    ``ceiling.at_ceiling``): only in a scatter of a spectrum-adaptive measure, none elsewhere
+    or without the column."""
+    at = at_ceiling(result.models) if measure.startswith("spectrum_adaptive") else None
+    return at if at is not None else np.zeros(len(result.models), dtype=bool)
 
+
+@dataclass
+class _Colours:
+    """How a scatter is coloured: the code of each model, the label of each code, the legend's
+    title, and whether the codes take the ten tab10 colours (else a viridis ramp)."""
+
+    by: str | None
+    codes: np.ndarray
+    values: list[str]
+    title: str
+
+    @property
+    def few(self) -> bool:
+        return len(self.values) <= 10
+
+    def color(self, cmap: Any, k: int) -> Any:
+        if self.by is None:
+            return "#3b6fb6"
+        return cmap(k if self.few else k / max(len(self.values) - 1, 1))
+
+
+def _colours(result: Correlation, by: str | None) -> _Colours:
+    """The colouring of a scatter ``by`` the architecture cells, an axis or nothing (None)."""
     m = result.models
-    if not measure.startswith("spectrum_adaptive") or "spectrum_adaptive_ceiling_gap" not in m:
-        return None
-    gap = pd.to_numeric(m["spectrum_adaptive_ceiling_gap"], errors="coerce").to_numpy(float)
-    return np.nan_to_num(gap, nan=np.inf) < CEILING_THRESHOLD
+    if by is None:
+        return _Colours(by, np.zeros(len(m), dtype=int), [""], "")
+    cols = [c for c in ARCHITECTURE_COLUMNS if c in m.columns] if by == "architecture" else [by]
+    codes, values = ordered_groups(m[cols])
+    return _Colours(by, codes, values, " x ".join(cols))
+
+
+def _scatter(ax: Any, plt: Any, x: np.ndarray, y: np.ndarray, col: _Colours, at: Any) -> None:
+    """The points, one colour per code; models at the rank ceiling (``at``) as crosses."""
+    cmap = plt.get_cmap("tab10" if col.few else "viridis")
+    for k, v in enumerate(col.values):
+        color = col.color(cmap, k)
+        sel = (col.codes == k) & ~at
+        ax.scatter(x[sel], y[sel], s=24, color=color, label=str(v) if col.by is not None else None)
+        if at.any():
+            sel = (col.codes == k) & at
+            ax.scatter(x[sel], y[sel], s=46, color=color, marker="x", linewidths=1.6)
+    if at.any():
+        ax.scatter([], [], s=46, color="#333", marker="x", label="at the rank ceiling")
+    if ax.get_legend_handles_labels()[1] and (col.few or at.any()):
+        ax.legend(  # outside the axes, right of them: never over a point
+            title=col.title if col.by is not None and col.few else None,
+            fontsize=9,
+            title_fontsize=9,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            frameon=False,
+        )
+
+
+def _marks_note(clipped: int, at: Any, col: _Colours) -> str:
+    """The caption's notes on what the marks mean: values clipped for drawing, the crosses at
+    the rank ceiling, a colour ramp."""
+    why = ""
+    if clipped:
+        why += (
+            f"; {clipped} values beyond ±1e300 are drawn at ±1e300 (clipped for "
+            "drawing only: models.csv holds them)"
+        )
+    if at.any():
+        why += (
+            f"; x: {int(at.sum())} models at the rank ceiling (ceiling gap < "
+            f"{CEILING_THRESHOLD:g}: the proxy is a rank count there)"
+        )
+    if col.by is not None and not col.few:
+        why += (
+            f"; colour over the {len(col.values)} values of {col.title}: dark = low, light = high"
+        )
+    return why
+
+
+def _x_axis(ax: Any, measure: str, x: np.ndarray, clipped: bool) -> tuple[bool, str]:
+    """The x axis: log when a linear measure spans more than LOG_DECADES decades (not when
+    values were clipped). (Whether it is log, the caption's note on it.)"""
+    logged = x_label(measure).endswith("(log10)")
+    span = wants_log(x) if not logged and not clipped else None  # clipped: stays linear
+    if span is not None:
+        plain_log_axis(ax, "x", *span, max_ticks=5)
+    ax.set_xlabel(x_label(measure) if span is None else f"{measure} (log scale)")
+    if span is None:
+        return False, ""
+    return True, f"; log x axis (the values span more than {LOG_DECADES:g} decades)"
+
+
+def _tau_text(row: Any) -> tuple[float, str]:
+    """(Kendall tau of a correlation row, its interval in words or "")."""
+    tau, lo, hi = (
+        as_float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
+    )
+    return tau, ("" if math.isnan(lo) or math.isnan(hi) else f" {interval(lo, hi)}")
 
 
 @styled
@@ -144,66 +224,20 @@ def measure_figure(result: Correlation, measure: str, out_dir: Path) -> Figure:
     m = result.models
     row = result.correlation.set_index("measure").loc[measure]
     by, why = colouring(result, measure)
-    x = pd.to_numeric(m[measure], errors="coerce").to_numpy(float)
-    y = pd.to_numeric(m["gap"], errors="coerce").to_numpy(float)
-    x, clipped = plottable(x)
-    y, clipped_y = plottable(y)
-    if clipped + clipped_y:
-        why += (
-            f"; {clipped + clipped_y} values beyond ±1e300 are drawn at ±1e300 (clipped for "
-            "drawing only: models.csv holds them)"
-        )
+    x, clipped = plottable(pd.to_numeric(m[measure], errors="coerce").to_numpy(float))
+    y, clipped_y = plottable(pd.to_numeric(m["gap"], errors="coerce").to_numpy(float))
     fig, ax = plt.subplots(figsize=(SMALL, 3.8), layout="constrained")
-    ceiling = at_ceiling(result, measure)
-    at = ceiling if ceiling is not None else np.zeros(len(x), dtype=bool)
-    if by is None:
-        codes, values, title = np.zeros(len(x), dtype=int), [""], ""
-    elif by == "architecture":
-        cells = [c for c in ARCHITECTURE_COLUMNS if c in m.columns]
-        (codes, values), title = ordered_groups(m[cells]), " x ".join(cells)
-    else:
-        (codes, values), title = ordered_groups(m[[by]]), by
-    few = len(values) <= 10
-    cmap = plt.get_cmap("tab10" if few else "viridis")
-    for k, v in enumerate(values):
-        color = "#3b6fb6" if by is None else cmap(k if few else k / max(len(values) - 1, 1))
-        sel = (codes == k) & ~at
-        ax.scatter(x[sel], y[sel], s=24, color=color, label=str(v) if by is not None else None)
-        if at.any():
-            sel = (codes == k) & at
-            ax.scatter(x[sel], y[sel], s=46, color=color, marker="x", linewidths=1.6)
-    if at.any():
-        ax.scatter([], [], s=46, color="#333", marker="x", label="at the rank ceiling")
-        why += (
-            f"; x: {int(at.sum())} models at the rank ceiling (ceiling gap < "
-            f"{CEILING_THRESHOLD:g}: the proxy is a rank count there)"
-        )
-    if by is not None and not few:
-        why += f"; colour over the {len(values)} values of {title}: dark = low, light = high"
-    if ax.get_legend_handles_labels()[1] and (few or at.any()):
-        ax.legend(  # outside the axes, right of them: never over a point
-            title=title if by is not None and few else None,
-            fontsize=9,
-            title_fontsize=9,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            borderaxespad=0.0,
-            frameon=False,
-        )
-    logged = x_label(measure).endswith("(log10)")
-    span = wants_log(x) if not logged and not clipped else None  # clipped: stays linear
-    if span is not None:
-        plain_log_axis(ax, "x", *span, max_ticks=5)
-        why += f"; log x axis (the values span more than {LOG_DECADES:g} decades)"
-    ax.set_xlabel(x_label(measure) if span is None else f"{measure} (log scale)")
+    at = ceiling_marks(result, measure)
+    col = _colours(result, by)
+    _scatter(ax, plt, x, y, col, at)
+    why += _marks_note(clipped + clipped_y, at, col)
+    log_x, note = _x_axis(ax, measure, x, bool(clipped))
+    why += note
     ax.set_ylabel(f"gap ({result.gap})")
-    tau, lo, hi = (
-        as_float(row.get(k)) for k in ("kendall_tau", "kendall_tau_low", "kendall_tau_high")
-    )
-    iv = "" if math.isnan(lo) or math.isnan(hi) else f" {interval(lo, hi)}"
+    tau, iv = _tau_text(row)
     ax.set_title(f"{measure}\ntau {tau:.2f}{iv}" if not math.isnan(tau) else measure, fontsize=12)
     ax.grid(alpha=0.3)
-    if span is None:
+    if not log_x:
         ax.locator_params(axis="x", nbins=5)
     said = f", τ {tau:.2f}{iv}" if not math.isnan(tau) else ""
     title = f"{measure} against the gap ({result.gap}), one point per model{said}"

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import Param, SpecboundError
 from ...linalg.spectra import rank_threshold
-from ...measures.powerlaw import FIT_OK, fit_quality, weight_fits
+from ...measures.powerlaw import FIT_OK, HTSR_GOOD, fit_quality, outside_good, weight_fits
 from .style import (
     WIDTH,
     Figure,
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 ESD_CHOICES = ("all", "worst", "none")
 ESD_PER_FIGURE = 12
 WORST_K = 4
-#: WeightWatcher's range of alpha for well-trained layers (Martin & Mahoney 2021).
-HTSR_GOOD = (2.0, 6.0)
 
 
 # --- WeightWatcher-style views --------------------------------------------------------------
@@ -58,11 +56,6 @@ def trusted_fits(a: Analysis, fits: list[Any] | None = None) -> list[bool]:
     if w is not None and "htsr_fit" in getattr(w, "columns", ()) and len(w) == len(ok):
         ok = [o and str(q) == "ok" for o, q in zip(ok, w["htsr_fit"], strict=True)]
     return ok
-
-
-def outside_good(alpha: float) -> float:
-    """How far ``alpha`` lies outside WeightWatcher's 2..6 range (0 inside)."""
-    return max(HTSR_GOOD[0] - alpha, alpha - HTSR_GOOD[1], 0.0)
 
 
 def esd_selection(a: Analysis, esd: str = "worst") -> list[int]:

@@ -6,6 +6,7 @@ through their group means (an OLS line passes through the means), nothing is ref
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,36 +44,33 @@ def _proxy_column(models: Any, proxy: str) -> str | None:
     return None
 
 
+def _per_fixed(growth: Any, proxy: str, axis: str, z: Any) -> Any:
+    """growth.csv's rows of the per-fixed fit of ``proxy`` along ``axis`` at fixed value ``z``
+    (a DataFrame), or None when growth.csv has none."""
+    if growth is None or growth.empty:
+        return None
+    name_col = "measure" if "measure" in growth.columns else "proxy"
+    rows = growth[
+        (growth[name_col] == proxy)
+        & (growth["axis"] == axis)
+        & (growth["fit"] == "per_fixed")
+        & (growth["fixed_value"].astype(float) == float(z))
+    ]
+    return None if rows.empty else rows
+
+
 def _low_df(growth: Any, proxy: str, axis: str, z: Any) -> int | None:
     """The residual degrees of freedom of growth.csv's per-fixed fit of ``proxy`` along
     ``axis`` at ``z`` when below ``verdict.MIN_RESID_DF`` (the line is flagged:
     ``verdict.low_resid_df``), else None."""
-    if growth is None or growth.empty:
-        return None
-    name_col = "measure" if "measure" in growth.columns else "proxy"
-    rows = growth[
-        (growth[name_col] == proxy)
-        & (growth["axis"] == axis)
-        & (growth["fit"] == "per_fixed")
-        & (growth["fixed_value"].astype(float) == float(z))
-    ]
-    if rows.empty:
-        return None
-    return low_resid_df(rows.iloc[0])
+    rows = _per_fixed(growth, proxy, axis, z)
+    return None if rows is None else low_resid_df(rows.iloc[0])
 
 
 def _slope(growth: Any, proxy: str, axis: str, z: Any) -> float | None:
     """growth.csv's per-fixed slope of ``proxy`` along ``axis`` at fixed value ``z``."""
-    if growth is None or growth.empty:
-        return None
-    name_col = "measure" if "measure" in growth.columns else "proxy"
-    rows = growth[
-        (growth[name_col] == proxy)
-        & (growth["axis"] == axis)
-        & (growth["fit"] == "per_fixed")
-        & (growth["fixed_value"].astype(float) == float(z))
-    ]
-    if rows.empty:
+    rows = _per_fixed(growth, proxy, axis, z)
+    if rows is None:
         return None
     v = float(_numbers(rows[AXIS_SLOPE[axis]])[0])
     return v if math.isfinite(v) else None
@@ -93,21 +91,34 @@ def _relative(g: Any, axis: str, column: str) -> tuple[Any, Any]:
     return g[axis].to_numpy(dtype=float), y - (defined[0] if defined.size else np.nan)
 
 
-@styled
-def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
-    """Both proxies against ``axis`` at each fixed value of the other axis, each curve divided by
-    its value at the smallest ``axis`` value, with growth.csv's fitted line (dashed) and slope;
-    the two panels share one log y axis."""
-    plt = require_matplotlib()
-    other = "num_layers" if axis == "hidden_size" else "hidden_size"
-    m = study.models
-    proxies = [(p, c) for p in PROXY_LABELS if (c := _proxy_column(m, p)) is not None]
-    groups = [(z, g.sort_values(axis)) for z, g in m.groupby(other) if g[axis].nunique() >= 2]
-    if not groups or not proxies:
-        return None
-    sym, osym = SYMBOL[axis], SYMBOL[other]
-    curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
-    ceilings = {}  # the rank ceiling of each group, relative to the same reference as its proxy
+@dataclass
+class _Growth:
+    """What one growth figure draws: the proxies (name, models.csv column), the groups (fixed
+    value of the other axis, its models sorted along ``axis``), each curve relative to its first
+    defined value, each group's rank ceiling on the same scale, and whether the y axis shows
+    the ratio (log axis) or its log10."""
+
+    axis: str
+    other: str
+    proxies: list[tuple[str, str]]
+    groups: list[tuple[Any, Any]]
+    curves: dict[tuple[str, Any], tuple[Any, Any]]
+    ceilings: dict[Any, Any]
+    as_ratio: bool
+    span: Any  # every finite relative value drawn (the y range)
+
+    def y(self, d: Any) -> Any:
+        """A relative log10 value as drawn: the ratio 10**d on a log axis, else d."""
+        return 10.0**d if self.as_ratio else d
+
+    def color(self, cmap: Any, i: int) -> Any:
+        return cmap(i / max(len(self.groups) - 1, 1) * 0.85)
+
+
+def _ceiling_curves(m: Any, groups: list[tuple[Any, Any]], curves: dict) -> dict[Any, Any]:
+    """The rank ceiling of each group, relative to the same reference as its spectrum-adaptive
+    curve (groups with fewer than 2 defined values left out)."""
+    ceilings = {}
     if CEILING_COLUMN in m.columns and ("spectrum_adaptive", groups[0][0]) in curves:
         col = _proxy_column(m, "spectrum_adaptive")
         for z, g in groups:
@@ -115,77 +126,116 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
             ce = _numbers(g[CEILING_COLUMN]) - (_numbers(g[col]) - d)
             if np.isfinite(ce).sum() >= 2:
                 ceilings[z] = ce
+    return ceilings
+
+
+def _growth_data(study: Study, axis: str) -> _Growth | None:
+    """The curves of a growth figure; None when there is nothing to draw (no proxy column, no
+    group with 2 values along ``axis``, every proxy beyond float64)."""
+    other = "num_layers" if axis == "hidden_size" else "hidden_size"
+    m = study.models
+    proxies = [(p, c) for p in PROXY_LABELS if (c := _proxy_column(m, p)) is not None]
+    groups = [(z, g.sort_values(axis)) for z, g in m.groupby(other) if g[axis].nunique() >= 2]
+    if not groups or not proxies:
+        return None
+    curves = {(p, z): _relative(g, axis, c) for p, c in proxies for z, g in groups}
+    ceilings = _ceiling_curves(m, groups, curves)
     ds = np.concatenate([d for _, d in curves.values()] + list(ceilings.values()))
     ds = ds[np.isfinite(ds)]
     if ds.size == 0:  # every proxy beyond float64: nothing to draw (the page says undefined)
         return None
     as_ratio = ds.size > 0 and float(np.max(np.abs(ds))) < 300
-    fig, axes = plt.subplots(
-        1, len(proxies), figsize=(WIDTH, 4.4), sharey=True, squeeze=False, layout="constrained"
+    return _Growth(axis, other, proxies, groups, curves, ceilings, as_ratio, ds)
+
+
+def _fitted_line(gr: _Growth, x: Any, d: Any, b: float) -> tuple[Any, Any] | None:
+    """growth.csv's fitted line of slope ``b`` through the mean of the defined points (an OLS
+    line passes through the means), in the axes' units; None below 2 defined points."""
+    ok = np.isfinite(d)
+    if ok.sum() < 2:
+        return None
+    log_x = gr.axis == "hidden_size"
+    u = np.log10(x) if log_x else x
+    xs = np.linspace(u[ok].min(), u[ok].max(), 30)
+    line = d[ok].mean() + b * (xs - u[ok].mean())
+    return (10.0**xs if log_x else xs), gr.y(line)
+
+
+def _draw_groups(ax: Any, gr: _Growth, growth: Any, proxy: str, cmap: Any) -> bool:
+    """One proxy's panel: each group's points and growth.csv's fitted line (dotted and faint
+    where the fit has too few residual degrees of freedom). True when a line was flagged."""
+    flagged = False
+    osym = SYMBOL[gr.other]
+    for i, (z, _g) in enumerate(gr.groups):
+        x, d = gr.curves[(proxy, z)]
+        color = gr.color(cmap, i)
+        b = _slope(growth, proxy, gr.axis, z)
+        low = _low_df(growth, proxy, gr.axis, z)
+        flagged = flagged or low is not None
+        label = f"{osym} = {z}" + (f": slope {b:.3g}" if b is not None else "")
+        label += f" (resid df {low}: unchecked)" if low is not None else ""
+        ax.plot(x, gr.y(d), marker="o", ms=5, lw=0, color=color, label=label)
+        line = _fitted_line(gr, x, d, b) if b is not None else None
+        if line is not None:
+            ax.plot(
+                *line,
+                ls=":" if low is not None else "--",
+                lw=1.4,
+                color=color,
+                alpha=0.6 if low is not None else 1.0,
+            )
+    return flagged
+
+
+def _draw_ceilings(ax: Any, gr: _Growth, cmap: Any) -> bool:
+    """The rank ceiling of each group (dash-dot) in the spectrum-adaptive panel; True when any
+    was drawn."""
+    drawn = False
+    for i, (z, _g) in enumerate(gr.groups):
+        if z in gr.ceilings:
+            x = gr.curves[("spectrum_adaptive", z)][0]
+            ax.plot(x, gr.y(gr.ceilings[z]), ls="-.", lw=1.1, color=gr.color(cmap, i))
+            drawn = True
+    return drawn
+
+
+def _finish_panel(ax: Any, gr: _Growth, proxy: str, values: Any) -> None:
+    """Title, x axis and the legend (below the panel: never over a point) of one panel."""
+    sym, osym = SYMBOL[gr.axis], SYMBOL[gr.other]
+    unit = "exponent" if gr.axis == "hidden_size" else "log10 per layer"
+    ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
+    ax.set_xlabel(axis_label(sym, log=gr.axis == "hidden_size"))
+    ax.grid(True, which="major", alpha=0.3)
+    value_ticks(ax, "x", values, log2=gr.axis == "hidden_size")
+    ax.legend(
+        title=f"fixed {osym} ({unit})",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        frameon=False,
+        fontsize=10,
+        title_fontsize=10,
     )
-    cmap = plt.get_cmap("viridis")
-    unit = "exponent" if axis == "hidden_size" else "log10 per layer"
-    flagged = ceiling_drawn = False
-    for ax, (proxy, _col) in zip(axes[0], proxies, strict=True):
-        for i, (z, _g) in enumerate(groups):
-            x, d = curves[(proxy, z)]
-            color = cmap(i / max(len(groups) - 1, 1) * 0.85)
-            b = _slope(study.growth, proxy, axis, z)
-            low = _low_df(study.growth, proxy, axis, z)
-            flagged = flagged or low is not None
-            label = f"{osym} = {z}" + (f": slope {b:.3g}" if b is not None else "")
-            label += f" (resid df {low}: unchecked)" if low is not None else ""
-            ax.plot(x, 10.0**d if as_ratio else d, marker="o", ms=5, lw=0, color=color, label=label)
-            ok = np.isfinite(d)
-            if b is not None and ok.sum() >= 2:
-                u = np.log10(x) if axis == "hidden_size" else x
-                xs = np.linspace(u[ok].min(), u[ok].max(), 30)
-                line = d[ok].mean() + b * (xs - u[ok].mean())
-                xx = 10.0**xs if axis == "hidden_size" else xs
-                ax.plot(
-                    xx,
-                    10.0**line if as_ratio else line,
-                    ls=":" if low is not None else "--",
-                    lw=1.4,
-                    color=color,
-                    alpha=0.6 if low is not None else 1.0,
-                )
-        for i, (z, _g) in enumerate(groups):
-            if proxy == "spectrum_adaptive" and z in ceilings:
-                x, ce = curves[(proxy, z)][0], ceilings[z]
-                color = cmap(i / max(len(groups) - 1, 1) * 0.85)
-                ax.plot(x, 10.0**ce if as_ratio else ce, ls="-.", lw=1.1, color=color)
-                ceiling_drawn = True
-        ax.set_title(f"{PROXY_LABELS[proxy]} proxy", color=PROXY_COLORS[proxy])
-        ax.set_xlabel(axis_label(sym, log=axis == "hidden_size"))
-        ax.grid(True, which="major", alpha=0.3)
-        value_ticks(ax, "x", m[axis].unique(), log2=axis == "hidden_size")
-        ax.legend(  # below the panel: never over a point
-            title=f"fixed {osym} ({unit})",
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.2),
-            frameon=False,
-            fontsize=10,
-            title_fontsize=10,
-        )
-    if as_ratio:
-        plain_log_axis(axes[0][0], "y", float(10.0 ** ds.min()), float(10.0 ** ds.max()))
-        axes[0][0].set_ylabel(axis_label(f"B / B at smallest {sym}", log=True))
-        how = "log y axis shared by both panels"
-    else:
-        axes[0][0].set_ylabel(f"log10 (B / B at smallest {sym})")
-        how = "y axis (log10 of the ratio) shared by both panels"
-    fig.suptitle(f"Growth with {sym} at fixed {osym}")
+
+
+def _shared_y_axis(ax: Any, gr: _Growth) -> str:
+    """The y axis both panels share (set on the first); how it is scaled, in words."""
+    sym = SYMBOL[gr.axis]
+    if gr.as_ratio:
+        plain_log_axis(ax, "y", float(10.0 ** gr.span.min()), float(10.0 ** gr.span.max()))
+        ax.set_ylabel(axis_label(f"B / B at smallest {sym}", log=True))
+        return "log y axis shared by both panels"
+    ax.set_ylabel(f"log10 (B / B at smallest {sym})")
+    return "y axis (log10 of the ratio) shared by both panels"
+
+
+def _growth_caption(gr: _Growth, how: str, ceiling_drawn: bool, flagged: bool) -> str:
+    sym, osym = SYMBOL[gr.axis], SYMBOL[gr.other]
     slope_text = (
         "dashed: the fitted power law of growth.csv (slope = exponent of N)"
-        if axis == "hidden_size"
+        if gr.axis == "hidden_size"
         else "dashed: the fitted exponential of growth.csv (slope = log10 of B per layer)"
     )
-    return save(
-        fig,
-        out_dir,
-        f"growth_vs_{axis}",
-        f"Both proxies against {sym}",
+    return (
         f"Each colour is one fixed {osym}, divided by its value at the smallest {sym}; "
         f"{how}, so the steeper panel is the faster-growing proxy; {slope_text}."
         + (
@@ -199,8 +249,34 @@ def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
             "(too few points to check the line; its SE rests on at most one residual)."
             if flagged
             else ""
-        ),
+        )
     )
+
+
+@styled
+def growth_figure(study: Study, axis: str, out_dir: Path) -> Figure | None:
+    """Both proxies against ``axis`` at each fixed value of the other axis, each curve divided by
+    its value at the smallest ``axis`` value, with growth.csv's fitted line (dashed) and slope;
+    the two panels share one log y axis."""
+    plt = require_matplotlib()
+    gr = _growth_data(study, axis)
+    if gr is None:
+        return None
+    fig, axes = plt.subplots(
+        1, len(gr.proxies), figsize=(WIDTH, 4.4), sharey=True, squeeze=False, layout="constrained"
+    )
+    cmap = plt.get_cmap("viridis")
+    flagged = ceiling_drawn = False
+    for ax, (proxy, _col) in zip(axes[0], gr.proxies, strict=True):
+        flagged = _draw_groups(ax, gr, study.growth, proxy, cmap) or flagged
+        if proxy == "spectrum_adaptive":
+            ceiling_drawn = _draw_ceilings(ax, gr, cmap) or ceiling_drawn
+        _finish_panel(ax, gr, proxy, study.models[axis].unique())
+    how = _shared_y_axis(axes[0][0], gr)
+    sym, osym = SYMBOL[axis], SYMBOL[gr.other]
+    fig.suptitle(f"Growth with {sym} at fixed {osym}")
+    caption = _growth_caption(gr, how, ceiling_drawn, flagged)
+    return save(fig, out_dir, f"growth_vs_{axis}", f"Both proxies against {sym}", caption)
 
 
 @styled

@@ -6,7 +6,9 @@ at p* = 0) and ``spectrum_adaptive_ceiling_gap`` = log10 B_ceiling - log10 B_spe
 closest matrix is from using its spectrum), all from ``specbound.analysis.Analysis``. Per study
 (correlate.json ``rank_ceiling``): the models at the ceiling (gap < ``CEILING_THRESHOLD``) and
 the R^2 of log10 B on the architecture cells (depth x width: ``cell_r2`` of :mod:`.stats`),
-for ``spectrum_adaptive`` and, for comparison, ``norm_based``.
+for ``spectrum_adaptive`` and, for comparison, ``norm_based``. Per scatter of the correlate
+page: which models sit at the ceiling (:func:`at_ceiling`) and whether a measure forms one
+stripe per architecture (:func:`stripes_share`, R^2 of at least :data:`STRIPES`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ FORM_COLUMNS = (*FIXED_FORMS, MODAL_FORM)
 CEILING_THRESHOLD = 1e-3
 #: The architecture axes whose cells the R^2 uses (those of them that are columns).
 ARCHITECTURE_COLUMNS = ("depth", "width")
+#: A measure forms one stripe per architecture when the architecture cells explain at least
+#: this share of its variance (the correlate page then colours its scatter by architecture).
+STRIPES = 0.9
 
 
 def diagnostics_of(analysis: Any) -> dict[str, float | None]:
@@ -64,22 +69,59 @@ def _pct(x: float) -> str:
     return s + "%"
 
 
-def rank_ceiling(models: pd.DataFrame) -> dict[str, Any]:
-    """correlate.json's ``rank_ceiling`` object, with a one-line ``statement``."""
+def _numbers(models: pd.DataFrame, name: str) -> np.ndarray:
+    """models.csv's column ``name`` as float64 (NaN where undefined or absent)."""
     import pandas as pd
 
-    def col(name: str) -> np.ndarray:
-        if name not in models.columns:
-            return np.full(len(models), np.nan)
-        return pd.to_numeric(models[name], errors="coerce").to_numpy(float)
+    if name not in models.columns:
+        return np.full(len(models), np.nan)
+    return pd.to_numeric(models[name], errors="coerce").to_numpy(float)
 
-    gap = col("spectrum_adaptive_ceiling_gap")
-    known = np.isfinite(gap)
+
+def architecture_cells(models: pd.DataFrame) -> tuple[list[str], np.ndarray | None]:
+    """(the architecture columns of ``models``, each row's cell codes: one column per
+    architecture column); None without any."""
+    import pandas as pd
+
     cells = [c for c in ARCHITECTURE_COLUMNS if c in models.columns]
-    if cells:
-        ids = np.stack([pd.factorize(models[c], use_na_sentinel=False)[0] for c in cells], 1)
+    if not cells:
+        return cells, None
+    return cells, np.stack([pd.factorize(models[c], use_na_sentinel=False)[0] for c in cells], 1)
+
+
+def architecture_share(models: pd.DataFrame, measure: str) -> float:
+    """R^2 of ``measure`` on the architecture cells (:func:`cell_r2`); NaN without them."""
+    _cells, ids = architecture_cells(models)
+    if ids is None or measure not in models.columns:
+        return math.nan
+    return cell_r2(_numbers(models, measure), ids)
+
+
+def stripes_share(models: pd.DataFrame, measure: str) -> float | None:
+    """The R^2 of ``measure`` on the architecture cells when it forms one stripe per
+    architecture (at least :data:`STRIPES`), else None."""
+    r2 = architecture_share(models, measure)
+    return r2 if not math.isnan(r2) and r2 >= STRIPES else None
+
+
+def at_ceiling(models: pd.DataFrame) -> np.ndarray | None:
+    """Which models sit at the rank ceiling (``spectrum_adaptive_ceiling_gap`` <
+    :data:`CEILING_THRESHOLD`; an undefined gap is not at it); None without the column."""
+    if "spectrum_adaptive_ceiling_gap" not in models:
+        return None
+    gap = _numbers(models, "spectrum_adaptive_ceiling_gap")
+    return np.nan_to_num(gap, nan=np.inf) < CEILING_THRESHOLD
+
+
+def rank_ceiling(models: pd.DataFrame) -> dict[str, Any]:
+    """correlate.json's ``rank_ceiling`` object, with a one-line ``statement``."""
+    gap = _numbers(models, "spectrum_adaptive_ceiling_gap")
+    known = np.isfinite(gap)
+    cells, ids = architecture_cells(models)
+    if ids is not None:
         n_cells = int(np.unique(ids, axis=0).shape[0])
-        r2_sa, r2_nb = cell_r2(col("spectrum_adaptive"), ids), cell_r2(col("norm_based"), ids)
+        r2_sa = cell_r2(_numbers(models, "spectrum_adaptive"), ids)
+        r2_nb = cell_r2(_numbers(models, "norm_based"), ids)
     else:
         n_cells, r2_sa, r2_nb = 0, math.nan, math.nan
     n_at = int(np.sum(gap[known] < CEILING_THRESHOLD))
