@@ -396,6 +396,37 @@ class Analysis:
         return Path(path)
 
 
+def _check_no_init_needed(choice: list[str] | None) -> None:
+    """Without ``init``, no measure asked for by name may need the initialization weights (an
+    empty cell would look like an answer)."""
+    needing_init = [n for n in choice or () if get_measure(n).needs_init]
+    if needing_init:
+        raise SpecboundError(
+            f"measure {needing_init[0]} needs the initialization weights; pass ",
+            Param("init", ""),
+            " (a checkpoint of the same architecture) or drop it from ",
+            Param("measures", ""),
+        )
+
+
+def _cached_spectra(key: Any, spec: ModelSpec, want_weights: bool) -> Any:
+    """The spectra stored under ``key`` (None: no key, no entry, or an entry stored by a run
+    that skipped the raw weights when they are wanted now: then both are recomputed)."""
+    if key is None:
+        return None
+    cached = spectra_cache.load(key, spec)
+    if cached is not None and want_weights and cached[1] is None:
+        return None
+    return cached
+
+
+def _local_spectra(
+    ckpt: Any, adapter: Any, device: str | None, progress: Progress | None, weights: bool
+) -> Any:
+    """``analyze``'s own block loop (``compute_all_spectra``), in ``spectra_fn``'s form."""
+    return compute_all_spectra(adapter, device=device, progress=progress, weights=weights)
+
+
 @validate_params(
     {
         "l_phi": (None, *L_PHI),
@@ -442,15 +473,8 @@ def analyze(
     """
     # options are checked first (@validate_params), before any reading or cache lookup
     choice = None if measures is None else resolve_names(measures)
-    needing_init = [n for n in choice or () if get_measure(n).needs_init]
-    if needing_init and init is None:
-        # asked for by name: an empty cell would look like an answer
-        raise SpecboundError(
-            f"measure {needing_init[0]} needs the initialization weights; pass ",
-            Param("init", ""),
-            " (a checkpoint of the same architecture) or drop it from ",
-            Param("measures", ""),
-        )
+    if init is None:
+        _check_no_init_needed(choice)
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
     spec = adapter.spec()
@@ -459,24 +483,15 @@ def analyze(
         l_phi = check_param(spec.l_phi, "l_phi", L_PHI)
 
     want_weights = needs_weight_spectra(choice)
-    cached = None
-    key = None
-    if cache:
-        key = spectra_cache.cache_key(ckpt, spec, adapter)
-        if key is not None:
-            cached = spectra_cache.load(key, spec)
-        if cached is not None and want_weights and cached[1] is None:
-            cached = None  # stored by a run that skipped the raw weights: recompute both
+    key = spectra_cache.cache_key(ckpt, spec, adapter) if cache else None
+    cached = _cached_spectra(key, spec, want_weights)
     from_cache = cached is not None
     if cached is not None:
         spectra, weights = cached
     else:
-        if spectra_fn is not None:
-            spectra, weights = spectra_fn(ckpt, adapter, device, progress, want_weights)
-        else:
-            spectra, weights = compute_all_spectra(
-                adapter, device=device, progress=progress, weights=want_weights
-            )
+        if spectra_fn is None:
+            spectra_fn = _local_spectra
+        spectra, weights = spectra_fn(ckpt, adapter, device, progress, want_weights)
         if key is not None:
             spectra_cache.store(key, spectra, weights)
     if not want_weights:  # the same outputs whether or not a cache entry holds them
