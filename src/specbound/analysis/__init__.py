@@ -409,24 +409,6 @@ def _check_no_init_needed(choice: list[str] | None) -> None:
         )
 
 
-def _cached_spectra(key: Any, spec: ModelSpec, want_weights: bool) -> Any:
-    """The spectra stored under ``key`` (None: no key, no entry, or an entry stored by a run
-    that skipped the raw weights when they are wanted now: then both are recomputed)."""
-    if key is None:
-        return None
-    cached = spectra_cache.load(key, spec)
-    if cached is not None and want_weights and cached[1] is None:
-        return None
-    return cached
-
-
-def _local_spectra(
-    ckpt: Any, adapter: Any, device: str | None, progress: Progress | None, weights: bool
-) -> Any:
-    """``analyze``'s own block loop (``compute_all_spectra``), in ``spectra_fn``'s form."""
-    return compute_all_spectra(adapter, device=device, progress=progress, weights=weights)
-
-
 @validate_params(
     {
         "l_phi": (None, *L_PHI),
@@ -484,14 +466,17 @@ def analyze(
 
     want_weights = needs_weight_spectra(choice)
     key = spectra_cache.cache_key(ckpt, spec, adapter) if cache else None
-    cached = _cached_spectra(key, spec, want_weights)
+    cached = None if key is None else spectra_cache.load(key, spec, weights=want_weights)
     from_cache = cached is not None
     if cached is not None:
         spectra, weights = cached
     else:
-        if spectra_fn is None:
-            spectra_fn = _local_spectra
-        spectra, weights = spectra_fn(ckpt, adapter, device, progress, want_weights)
+        if spectra_fn is not None:
+            spectra, weights = spectra_fn(ckpt, adapter, device, progress, want_weights)
+        else:
+            spectra, weights = compute_all_spectra(
+                adapter, device=device, progress=progress, weights=want_weights
+            )
         if key is not None:
             spectra_cache.store(key, spectra, weights)
     if not want_weights:  # the same outputs whether or not a cache entry holds them
