@@ -155,10 +155,8 @@ class MappingAdapter(Adapter):
             return positive_int(self.config[v], v, f"config.json of {self.checkpoint.name}")
         return positive_int(v, key, self.mapping_name)
 
-    def _build_spec(self) -> ModelSpec:
-        unknown = sorted(set(self.mapping) - TOP_KEYS)
-        if unknown:
-            raise self._err(f"unknown key '{unknown[0]}'; allowed: {', '.join(sorted(TOP_KEYS))}")
+    def _heads(self) -> tuple[int, int, int, int]:
+        """``(hidden_size, num_heads, num_kv_heads, head_dim)``, checked against each other."""
         n = self._size("hidden_size")
         h = self._size("num_heads")
         kv = self._size("num_kv_heads", default=h)
@@ -166,38 +164,62 @@ class MappingAdapter(Adapter):
             raise self._err(f"num_heads {h} is not a multiple of num_kv_heads {kv}")
         if self.mapping.get("head_dim") is None and n % h:
             raise self._err(f"hidden_size {n} is not divisible by num_heads {h}; set head_dim")
-        d = self._size("head_dim", default=n // h)
+        return n, h, kv, self._size("head_dim", default=n // h)
+
+    def _activation(self) -> Any:
+        """The ``activation``: a name, or a config.json key such as hidden_act that holds one."""
         act = self.mapping.get("activation", "gelu")
         if isinstance(act, str) and act in self.config and isinstance(self.config[act], str):
-            act = self.config[act]  # a config.json key such as hidden_act
+            act = self.config[act]
+        return act
+
+    def _gated(self) -> bool:
+        """Whether a tensor holds ``ffn_gate`` (a gated MLP), in 'roles' or in 'fused'."""
         fused = self.mapping.get("fused") or []
+        return "ffn_gate" in (self.mapping.get("roles") or {}) or any(
+            "ffn_gate" in (f.get("roles") or []) for f in fused if isinstance(f, dict)
+        )
+
+    def _shared(self) -> bool:
+        """Whether a pattern lacks ``{layer}`` (one tensor used by every block)."""
         roles = self.mapping.get("roles") or {}
+        fused = self.mapping.get("fused") or []
+        pats = [e if isinstance(e, str) else (e or {}).get("tensor", "") for e in roles.values()]
+        pats += [f.get("tensor", "") for f in fused if isinstance(f, dict)]
+        return any(isinstance(p, str) and "{layer}" not in p for p in pats)
+
+    def _notes(self, h: int, kv: int) -> list[str]:
+        """The adaptations the mapping implies (``ModelSpec.adaptations``), in output order."""
         notes = [
             f"user mapping {self.mapping_name}: tensor roles as declared there, not verified "
             "against the model's code"
         ]
         if kv != h:
             notes.append(f"{GQA_NOTE}; H = {h}, H_kv = {kv}")
-        gated = "ffn_gate" in roles or any(
-            "ffn_gate" in (f.get("roles") or []) for f in fused if isinstance(f, dict)
-        )
-        if gated:
+        if self._gated():
             notes.append(GATED_NOTE)
-        pats = [e if isinstance(e, str) else (e or {}).get("tensor", "") for e in roles.values()]
-        pats += [f.get("tensor", "") for f in fused if isinstance(f, dict)]
-        if any(isinstance(p, str) and "{layer}" not in p for p in pats):
+        if self._shared():
             notes.append(
                 "shared weights: tensors named without {layer} are used by every block; each "
                 "application counts in depth (SPEC 8), spectra of identical blocks computed once"
             )
-        for fe in self._fused:
-            notes.append(
-                f"fused tensor {fe['pattern']} split into {' + '.join(fe['roles'])} "
-                f"({fe['layout']}, {fe['orientation']}) before slicing heads (SPEC 8)"
-            )
+        notes += [
+            f"fused tensor {fe['pattern']} split into {' + '.join(fe['roles'])} "
+            f"({fe['layout']}, {fe['orientation']}) before slicing heads (SPEC 8)"
+            for fe in self._fused
+        ]
         transposed = [r for r, e in self._tensors.items() if e.get("orientation") == "in_out"]
         if transposed:
             notes.append(f"stored (in, out) and transposed: {', '.join(transposed)}")
+        return notes
+
+    def _build_spec(self) -> ModelSpec:
+        unknown = sorted(set(self.mapping) - TOP_KEYS)
+        if unknown:
+            raise self._err(f"unknown key '{unknown[0]}'; allowed: {', '.join(sorted(TOP_KEYS))}")
+        n, h, kv, d = self._heads()
+        act = self._activation()
+        notes = self._notes(h, kv)
         return ModelSpec(
             architecture=str(self.mapping.get("architecture", "custom")),
             num_layers=self._size("num_layers"),
@@ -218,56 +240,61 @@ class MappingAdapter(Adapter):
             )
         return o
 
+    def _parse_role(self, role: Any, entry: Any, default: str) -> dict[str, Any]:
+        """One entry of 'roles': ``{pattern, orientation}``."""
+        if role not in ALL_ROLES:
+            raise self._err(f"unknown role '{role}'; roles are {', '.join(ALL_ROLES)}")
+        if isinstance(entry, str):
+            entry = {"tensor": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("tensor"), str):
+            raise self._err(f"role '{role}' needs a tensor-name pattern (a string)")
+        o = self._orientation(entry.get("orientation", default), f"role '{role}'")
+        return {"pattern": entry["tensor"], "orientation": o}
+
+    def _parse_fused(
+        self, i: int, f: Any, default: str, out: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Fused entry ``i``: ``{pattern, roles, layout, orientation}``; its roles go into
+        ``out`` as ``{fused: index}`` (none of them given in 'roles' or an earlier entry)."""
+        if not isinstance(f, dict) or not isinstance(f.get("tensor"), str):
+            raise self._err(f"fused entry {i} needs 'tensor' (a name pattern)")
+        parts = f.get("roles")
+        if not isinstance(parts, list) or len(parts) < 2:
+            raise self._err(f"fused entry {i} needs 'roles', a list of 2 or more roles")
+        for r in parts:
+            if r not in FUSABLE:
+                raise self._err(
+                    f"fused entry {i}: role '{r}' cannot be fused (fusable: "
+                    f"{', '.join(sorted(FUSABLE))})"
+                )
+            if r in out:
+                raise self._err(f"role '{r}' is given both in 'roles' and in 'fused'")
+            out[r] = {"fused": len(self._fused)}
+        layout = f.get("layout", "concat")
+        if layout not in LAYOUTS:
+            raise self._err(f"fused entry {i}: layout must be concat or per_head")
+        if layout == "per_head" and list(parts) != ["query", "key", "value"]:
+            raise self._err(f"fused entry {i}: layout per_head needs roles [query, key, value]")
+        return {
+            "pattern": f["tensor"],
+            "roles": list(parts),
+            "layout": layout,
+            "orientation": self._orientation(f.get("orientation", default), f"fused entry {i}"),
+        }
+
     def _parse_roles(self) -> dict[str, dict[str, Any]]:
         """role -> {pattern, orientation} or {fused: index}; fused entries in self._fused."""
         default = self._orientation(self.mapping.get("orientation", "out_in"), "orientation")
         roles = self.mapping.get("roles") or {}
         if not isinstance(roles, dict):
             raise self._err("'roles' must map role names to tensor-name patterns")
-        out: dict[str, dict[str, Any]] = {}
-        for role, entry in roles.items():
-            if role not in ALL_ROLES:
-                raise self._err(f"unknown role '{role}'; roles are {', '.join(ALL_ROLES)}")
-            if isinstance(entry, str):
-                entry = {"tensor": entry}
-            if not isinstance(entry, dict) or not isinstance(entry.get("tensor"), str):
-                raise self._err(f"role '{role}' needs a tensor-name pattern (a string)")
-            o = self._orientation(entry.get("orientation", default), f"role '{role}'")
-            out[role] = {"pattern": entry["tensor"], "orientation": o}
+        out = {role: self._parse_role(role, entry, default) for role, entry in roles.items()}
         self._fused: list[dict[str, Any]] = []
         fused = self.mapping.get("fused") or []
         if not isinstance(fused, list):
             raise self._err("'fused' must be a list of {tensor, roles, layout}")
         for i, f in enumerate(fused):
-            if not isinstance(f, dict) or not isinstance(f.get("tensor"), str):
-                raise self._err(f"fused entry {i} needs 'tensor' (a name pattern)")
-            parts = f.get("roles")
-            if not isinstance(parts, list) or len(parts) < 2:
-                raise self._err(f"fused entry {i} needs 'roles', a list of 2 or more roles")
-            for r in parts:
-                if r not in FUSABLE:
-                    raise self._err(
-                        f"fused entry {i}: role '{r}' cannot be fused (fusable: "
-                        f"{', '.join(sorted(FUSABLE))})"
-                    )
-                if r in out:
-                    raise self._err(f"role '{r}' is given both in 'roles' and in 'fused'")
-                out[r] = {"fused": len(self._fused)}
-            layout = f.get("layout", "concat")
-            if layout not in LAYOUTS:
-                raise self._err(f"fused entry {i}: layout must be concat or per_head")
-            if layout == "per_head" and list(parts) != ["query", "key", "value"]:
-                raise self._err(f"fused entry {i}: layout per_head needs roles [query, key, value]")
-            self._fused.append(
-                {
-                    "pattern": f["tensor"],
-                    "roles": list(parts),
-                    "layout": layout,
-                    "orientation": self._orientation(
-                        f.get("orientation", default), f"fused entry {i}"
-                    ),
-                }
-            )
+            self._fused.append(self._parse_fused(i, f, default, out))
         missing = [r for r in REQUIRED_ROLES if r not in out]
         if missing:
             raise self._err(

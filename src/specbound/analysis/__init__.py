@@ -396,6 +396,19 @@ class Analysis:
         return Path(path)
 
 
+def _check_no_init_needed(choice: list[str] | None) -> None:
+    """Without ``init``, no measure asked for by name may need the initialization weights (an
+    empty cell would look like an answer)."""
+    needing_init = [n for n in choice or () if get_measure(n).needs_init]
+    if needing_init:
+        raise SpecboundError(
+            f"measure {needing_init[0]} needs the initialization weights; pass ",
+            Param("init", ""),
+            " (a checkpoint of the same architecture) or drop it from ",
+            Param("measures", ""),
+        )
+
+
 @validate_params(
     {
         "l_phi": (None, *L_PHI),
@@ -442,15 +455,8 @@ def analyze(
     """
     # options are checked first (@validate_params), before any reading or cache lookup
     choice = None if measures is None else resolve_names(measures)
-    needing_init = [n for n in choice or () if get_measure(n).needs_init]
-    if needing_init and init is None:
-        # asked for by name: an empty cell would look like an answer
-        raise SpecboundError(
-            f"measure {needing_init[0]} needs the initialization weights; pass ",
-            Param("init", ""),
-            " (a checkpoint of the same architecture) or drop it from ",
-            Param("measures", ""),
-        )
+    if init is None:
+        _check_no_init_needed(choice)
     ckpt = load_checkpoint(model, config, name=name)
     adapter = adapter_for(ckpt, mapping, **({"prefix": prefix} if prefix is not None else {}))
     spec = adapter.spec()
@@ -459,14 +465,8 @@ def analyze(
         l_phi = check_param(spec.l_phi, "l_phi", L_PHI)
 
     want_weights = needs_weight_spectra(choice)
-    cached = None
-    key = None
-    if cache:
-        key = spectra_cache.cache_key(ckpt, spec, adapter)
-        if key is not None:
-            cached = spectra_cache.load(key, spec)
-        if cached is not None and want_weights and cached[1] is None:
-            cached = None  # stored by a run that skipped the raw weights: recompute both
+    key = spectra_cache.cache_key(ckpt, spec, adapter) if cache else None
+    cached = None if key is None else spectra_cache.load(key, spec, weights=want_weights)
     from_cache = cached is not None
     if cached is not None:
         spectra, weights = cached

@@ -74,6 +74,97 @@ def _resources(job: ModelJob) -> Resources:
     return Resources(memory=task_memory(job.source), label=job.label)
 
 
+def _check_models(
+    engine: Engine,
+    models: Sequence[Any],
+    names: Sequence[str | None] | None,
+    per_model_kwargs: Sequence[Mapping[str, Any]] | None,
+) -> None:
+    """One name and one set of extra options per model; paths or hub ids for an engine whose
+    workers read the checkpoints themselves."""
+    n = len(models)
+    if names is not None and len(names) != n:
+        raise SpecboundError(f"names has {len(names)} entries for {n} models; give one per model")
+    if per_model_kwargs is not None and len(per_model_kwargs) != n:
+        raise SpecboundError(
+            f"per_model_kwargs has {len(per_model_kwargs)} entries for {n} models; give one each"
+        )
+    if engine.distributed:
+        for m in models:
+            if not isinstance(m, (str, os.PathLike)):
+                raise SpecboundError(
+                    f"the {engine.name} engine reads each checkpoint in its worker: pass "
+                    f"directories or hub ids, not a {type(m).__name__}"
+                )
+
+
+def _jobs(
+    models: Sequence[Any],
+    names: Sequence[str | None] | None,
+    kw: Mapping[str, Any],
+    per_model_kwargs: Sequence[Mapping[str, Any]] | None,
+) -> list[ModelJob]:
+    """One ``ModelJob`` per model, in input order."""
+    jobs = []
+    for i, m in enumerate(models):
+        name = names[i] if names is not None else None
+        extra = per_model_kwargs[i] if per_model_kwargs is not None else {}
+        source = os.fspath(m) if isinstance(m, os.PathLike) else m
+        jobs.append(ModelJob(source, name, {**kw, **extra}, str(name or m), i))
+    return jobs
+
+
+@dataclass
+class _Sweep:
+    """The state of one ``analyze_models`` call: results by model index, the failures, the
+    record store (None: no resume) and the callbacks that report progress."""
+
+    n: int
+    store: RecordStore | None
+    on_model: Callable[[int, int, str], None] | None
+    on_skip: Callable[[str, str], None] | None
+    on_resume: Callable[[str], None] | None
+    results: list[Analysis | None] = field(init=False)
+    keys: list[str] = field(init=False)
+    failures: dict[int, str] = field(default_factory=dict)
+    done: int = 0
+
+    def __post_init__(self) -> None:
+        self.results = [None] * self.n
+        self.keys = [""] * self.n
+
+    def _finished(self, job: ModelJob) -> None:
+        self.done += 1
+        if self.on_model is not None:
+            self.on_model(self.done, self.n, job.label)
+
+    def resumed(self, job: ModelJob) -> bool:
+        """Whether ``job``'s record is in the store and verifies (then it is a result)."""
+        if self.store is None:
+            return False
+        self.keys[job.index] = sweep_key(job.source, job.name, job.kwargs)
+        rec = self.store.load(self.keys[job.index], job)
+        if rec is None:
+            return False
+        self.results[job.index] = rec
+        if self.on_resume is not None:
+            self.on_resume(job.label)
+        self._finished(job)
+        return True
+
+    def outcome(self, job: ModelJob, out: Any) -> None:
+        """A job's outcome from the engine: a result (stored) or a ``JobError`` (skipped)."""
+        if isinstance(out, JobError):
+            self.failures[job.index] = out.reason
+            if self.on_skip is not None:
+                self.on_skip(job.label, out.reason)
+        else:
+            self.results[job.index] = out
+            if self.store is not None:
+                self.store.store(self.keys[job.index], job.source, out)
+        self._finished(job)
+
+
 def analyze_models(
     engine: Engine,
     models: Sequence[Any],
@@ -96,63 +187,17 @@ def analyze_models(
     jobs (tests, custom pipelines; picklable for a distributed engine).
     """
     kw = {k: v for k, v in (analyze_kwargs or {}).items() if k not in _LOCAL_ONLY}
-    n = len(models)
-    if names is not None and len(names) != n:
-        raise SpecboundError(f"names has {len(names)} entries for {n} models; give one per model")
-    if per_model_kwargs is not None and len(per_model_kwargs) != n:
-        raise SpecboundError(
-            f"per_model_kwargs has {len(per_model_kwargs)} entries for {n} models; give one each"
-        )
-    if engine.distributed:
-        for m in models:
-            if not isinstance(m, (str, os.PathLike)):
-                raise SpecboundError(
-                    f"the {engine.name} engine reads each checkpoint in its worker: pass "
-                    f"directories or hub ids, not a {type(m).__name__}"
-                )
-    jobs = []
-    for i, m in enumerate(models):
-        name = names[i] if names is not None else None
-        extra = per_model_kwargs[i] if per_model_kwargs is not None else {}
-        source = os.fspath(m) if isinstance(m, os.PathLike) else m
-        jobs.append(ModelJob(source, name, {**kw, **extra}, str(name or m), i))
-
+    _check_models(engine, models, names, per_model_kwargs)
+    jobs = _jobs(models, names, kw, per_model_kwargs)
     store = RecordStore(Path(state_dir)) if state_dir is not None else None
-    results: list[Analysis | None] = [None] * n
-    failures: dict[int, str] = {}
-    keys: list[str] = [""] * n
-    todo: list[ModelJob] = []
-    done = 0
-    for job in jobs:
-        if store is not None:
-            keys[job.index] = sweep_key(job.source, job.name, job.kwargs)
-            rec = store.load(keys[job.index], job)
-            if rec is not None:
-                results[job.index] = rec
-                done += 1
-                if on_resume is not None:
-                    on_resume(job.label)
-                if on_model is not None:
-                    on_model(done, n, job.label)
-                continue
-        todo.append(job)
-
+    sweep = _Sweep(len(models), store, on_model, on_skip, on_resume)
+    todo = [job for job in jobs if not sweep.resumed(job)]
     fn = functools.partial(_run_job, worker_fn or run_model)
     with closing_map(engine.map(fn, todo, resources=_resources)) as outcomes:
         for job, out in outcomes:
-            if isinstance(out, JobError):
-                failures[job.index] = out.reason
-                if on_skip is not None:
-                    on_skip(job.label, out.reason)
-            else:
-                results[job.index] = out
-                if store is not None:
-                    store.store(keys[job.index], job.source, out)
-            done += 1
-            if on_model is not None:
-                on_model(done, n, job.label)
-    skipped = [(jobs[i].label, failures[i]) for i in sorted(failures)]
-    return SweepResult(results, skipped)
+            sweep.outcome(job, out)
+    skipped = [(jobs[i].label, sweep.failures[i]) for i in sorted(sweep.failures)]
+    return SweepResult(sweep.results, skipped)
 
 
 def analyze_on_engine(engine: Engine, model: Any, **analyze_kwargs: Any) -> Analysis:

@@ -280,92 +280,24 @@ class ProcessEngine:
         is alike)."""
         import multiprocessing
 
-        ctx = multiprocessing.get_context("spawn")
-        todo: deque[J] = deque(jobs)
-        total = len(todo)
+        total = len(jobs)
         n = self._spawned(total)
         started, self._started = self._started, []
         spare = started[n:]
         if spare:  # started, but there is less work than workers
             stop_processes(w.proc for w in spare)
-        ready = deque(started[:n])
-        everyone: list[_Worker] = list(ready)
-        lock = threading.Lock()
-        stop = threading.Event()
-        results: queues.SimpleQueue[Any] = queues.SimpleQueue()
-        end = object()  # a feeder's last word
+        run = _MapRun(multiprocessing.get_context("spawn"), fn, jobs, started[:n])
         retries = self.options.retries
-
-        def take() -> Any:
-            with lock:
-                return todo.popleft() if todo and not stop.is_set() else end
-
-        def fresh() -> _Worker | None:
-            with lock:
-                if stop.is_set():
-                    return None
-                w = ready.popleft() if ready else _Worker(ctx)
-                if w not in everyone:
-                    everyone.append(w)
-                return w
-
-        def feed() -> None:
-            w: _Worker | None = None
-            try:
-                while (job := take()) is not end:
-                    tries = 0
-                    while True:
-                        if w is None:
-                            try:
-                                w = fresh()
-                            except Exception:  # no process can start: the job goes back,
-                                with lock:  # for another worker or this process (map)
-                                    todo.appendleft(job)
-                                return
-                            if w is None:
-                                return
-                        try:
-                            out, _ = w.run(fn, job)
-                        except _Died as died:
-                            w.close()
-                            w = None
-                            if stop.is_set():
-                                return
-                            if tries < retries:
-                                tries += 1
-                                continue
-                            out = _lost(str(died), tries)
-                        except Exception as exc:  # a reply that does not unpickle here
-                            stop_processes([w.proc])
-                            w.close()
-                            w = None
-                            out = JobError(f"worker reply: {one_line_reason(exc)}", False)
-                        results.put((job, out))
-                        break
-            finally:
-                if w is not None:
-                    w.end()
-                results.put(end)
-
-        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(n)]
+        feeders = [threading.Thread(target=_Feeder(run, retries), daemon=True) for _ in range(n)]
         for t in feeders:
             t.start()
         live, done, clean = n, 0, False
         try:
-            while live or todo:
-                try:
-                    item = results.get_nowait()
-                except queues.Empty:
-                    item = None
+            while live or run.todo:
+                item = run.next_item(here=self.options.here or not live)
                 if item is None:
-                    job = take() if self.options.here or not live else end
-                    if job is not end:
-                        item = (job, _call(fn, job))  # in this process
-                    else:
-                        item = _next(results)
-                        if item is None:
-                            continue
-                if item is end:
+                    continue
+                if item is _END:
                     live -= 1
                     continue
                 done += 1
@@ -374,19 +306,143 @@ class ProcessEngine:
                 yield item
             clean = True
         finally:
-            stop.set()
-            with lock:
-                workers = list(everyone)
-            if clean:
-                for w in workers:
-                    w.end()
-                for w in workers:
-                    w.proc.join(STOP_GRACE_S)
-            stop_processes(w.proc for w in workers if w.proc.is_alive())
-            for t in feeders:
-                t.join(STOP_GRACE_S)
+            run.shutdown(clean, feeders)
+
+
+#: A feeder's last word on ``_MapRun.results``; also ``_MapRun.take``'s "no job left for you".
+_END = object()
+
+
+class _MapRun:
+    """The state one ``ProcessEngine.map`` shares between its feeder threads and the caller:
+    the jobs not yet taken, the started workers not yet taken (``ready``), every worker it
+    used, the results queue, and the ``stop`` event, all under one lock."""
+
+    def __init__(
+        self, ctx: Any, fn: Callable[[Any], Any], jobs: Sequence[Any], ready: list[_Worker]
+    ) -> None:
+        self.ctx = ctx
+        self.fn = fn
+        self.todo: deque[Any] = deque(jobs)
+        self.ready = deque(ready)
+        self.everyone: list[_Worker] = list(ready)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.results: queues.SimpleQueue[Any] = queues.SimpleQueue()
+
+    def take(self) -> Any:
+        """The next job, or ``_END`` when none is left or the map stops."""
+        with self.lock:
+            return self.todo.popleft() if self.todo and not self.stop.is_set() else _END
+
+    def give_back(self, job: Any) -> None:
+        """``job`` goes back to the front, for another worker or this process."""
+        with self.lock:
+            self.todo.appendleft(job)
+
+    def fresh(self) -> _Worker | None:
+        """A worker for a feeder: a started one, else a new one; None once the map stops."""
+        with self.lock:
+            if self.stop.is_set():
+                return None
+            w = self.ready.popleft() if self.ready else _Worker(self.ctx)
+            if w not in self.everyone:
+                self.everyone.append(w)
+            return w
+
+    def next_item(self, here: bool) -> Any:
+        """A finished ``(job, outcome)`` or a feeder's ``_END``; with ``here`` and nothing
+        waiting, the next job run in this process; None when nothing came within ``POLL_S``."""
+        try:
+            return self.results.get_nowait()
+        except queues.Empty:
+            pass
+        job = self.take() if here else _END
+        if job is not _END:
+            return (job, _call(self.fn, job))  # in this process
+        return _next(self.results)
+
+    def shutdown(self, clean: bool, feeders: list[threading.Thread]) -> None:
+        """End every worker (asked to when ``clean``, else at once) and join the feeders."""
+        self.stop.set()
+        with self.lock:
+            workers = list(self.everyone)
+        if clean:
             for w in workers:
-                w.close()
+                w.end()
+            for w in workers:
+                w.proc.join(STOP_GRACE_S)
+        stop_processes(w.proc for w in workers if w.proc.is_alive())
+        for t in feeders:
+            t.join(STOP_GRACE_S)
+        for w in workers:
+            w.close()
+
+
+#: ``_Feeder.run_job``'s word for "this feeder stops" (no worker, or the map stops).
+_QUIT = object()
+
+
+class _Feeder:
+    """One feeder thread of a ``_MapRun``: it hands its worker the next job the moment the last
+    one returns, retrying a job ``retries`` times in a fresh worker when its worker dies."""
+
+    def __init__(self, run: _MapRun, retries: int) -> None:
+        self.run = run
+        self.retries = retries
+        self.worker: _Worker | None = None
+
+    def __call__(self) -> None:
+        run = self.run
+        try:
+            while (job := run.take()) is not _END:
+                out = self.run_job(job)
+                if out is _QUIT:
+                    return
+                run.results.put((job, out))
+        finally:
+            if self.worker is not None:
+                self.worker.end()
+            run.results.put(_END)
+
+    def _hire(self, job: Any) -> _Worker | None:
+        """This feeder's new worker (a started or new one), None once the map stops; when no
+        process can start, None and ``job`` goes back."""
+        try:
+            self.worker = self.run.fresh()
+        except Exception:  # no process can start: the job goes back,
+            self.run.give_back(job)  # for another worker or this process (map)
+            return None
+        return self.worker
+
+    def _drop(self) -> None:
+        """Close this feeder's worker's pipe; its next job gets a fresh worker."""
+        if self.worker is not None:
+            self.worker.close()
+        self.worker = None
+
+    def run_job(self, job: Any) -> Any:
+        """The outcome of ``job`` in this feeder's worker, or ``_QUIT``."""
+        tries = 0
+        while True:
+            w = self.worker if self.worker is not None else self._hire(job)
+            if w is None:
+                return _QUIT
+            try:
+                out, _ = w.run(self.run.fn, job)
+            except _Died as died:
+                self._drop()
+                if self.run.stop.is_set():
+                    return _QUIT
+                if tries < self.retries:
+                    tries += 1
+                    continue
+                return _lost(str(died), tries)
+            except Exception as exc:  # a reply that does not unpickle here
+                stop_processes([w.proc])
+                self._drop()
+                return JobError(f"worker reply: {one_line_reason(exc)}", False)
+            return out
 
 
 def _next(results: Any) -> Any:

@@ -83,12 +83,17 @@ def from_arrays(
     return (s, w) if ok else None
 
 
-def load(key: str, spec: Any = None) -> tuple[Spectra, WeightSpectra | None] | None:
+def load(
+    key: str, spec: Any = None, *, weights: bool = False
+) -> tuple[Spectra, WeightSpectra | None] | None:
     """The cached (spectra, raw-weight spectra) for ``key``; None when absent, invalid (one
     warning line), or not shaped like ``spec``. The raw-weight part is None when it was stored
-    without them."""
+    without them; with ``weights`` such an entry is None too (a miss: recompute both)."""
     arrays = load_arrays(key)
-    return None if arrays is None else from_arrays(arrays, spec)
+    cached = None if arrays is None else from_arrays(arrays, spec)
+    if cached is not None and weights and cached[1] is None:
+        return None
+    return cached
 
 
 def store(key: str, spectra: Spectra, weights: WeightSpectra | None) -> None:

@@ -85,6 +85,78 @@ def _model_device(model: Any) -> Any:
     raise SpecboundError(f"{type(model).__name__} has no parameters")
 
 
+#: The note of a flatness/sharpness search that never left an end of [0, 2] (``at_end``).
+_AT_END_NOTES = {
+    "upper": (
+        "the accuracy drop never exceeded {target} on [0, 2]: {kind}* is the interval's upper end"
+    ),
+    "lower": (
+        "the accuracy drop exceeded {target} at every {kind} tried: {kind}* is the interval's "
+        "lower end"
+    ),
+}
+#: The note of a margin-normalized measure computed without the weight measures.
+_NEEDS_WEIGHTS = (
+    "needs the model's weight measures: pass weights= (an Analysis) or a Hugging Face model"
+)
+
+
+@dataclass
+class _Found:
+    """The values, notes and details ``compute`` gathers, measure by measure."""
+
+    values: dict[str, float | None] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def search(
+        self,
+        name: str,
+        model: Any,
+        ex: Examples,
+        params: Any,
+        saved: Any,
+        acc0: float,
+        gen: Any,
+    ) -> None:
+        """A flatness or sharpness measure: the bisection for its scale (``SEARCH[name]``)."""
+        kind, magnitude = SEARCH[name]
+        search = flatness_sigma if kind == "sigma" else sharpness_alpha
+        b = search(model, ex, params, saved, acc0, gen, magnitude)
+        self.values[name] = 1.0 / b.value**2
+        self.details[name] = {
+            kind: b.value,
+            "deviation": b.deviation,
+            "steps": b.steps,
+            "converged": b.converged,
+            "at_end": b.at_end,
+        }
+        if b.at_end in _AT_END_NOTES:
+            self.notes[name] = _AT_END_NOTES[b.at_end].format(target=TARGET_DEVIATION, kind=kind)
+
+    def margins(
+        self,
+        names: list[str],
+        model: Any,
+        ex: Examples,
+        weights: Mapping[str, float | None] | None,
+    ) -> None:
+        """The margin measures ``names``: the normalized forms None with a note without
+        ``weights``."""
+        gamma, k = kth_margin(margins(model, ex))
+        mv, mn = margin_measures(gamma, ex.n, weights or {}, list(BOUNDS))
+        if weights is None:
+            for m in names:
+                if m != "inverse_margin":
+                    mv[m] = None
+                    mn[m] = _NEEDS_WEIGHTS
+        for m in names:
+            self.values[m] = mv[m]
+            if m in mn:
+                self.notes[m] = mn[m]
+            self.details[m] = {"gamma": gamma, "k": k}
+
+
 @validate_params(
     {
         "measures": (None, Names(data_measure_names, what="data measure")),
@@ -125,53 +197,17 @@ def compute(
         ex = collect_examples(batches, max_examples, device, n, logits_fn)
     order = data_measure_names()
     params = perturbed_parameters(model, perturb) if any(m in SEARCH for m in names) else []
-    values: dict[str, float | None] = {}
-    notes: dict[str, str] = {}
-    details: dict[str, dict[str, Any]] = {}
+    found = _Found()
     with evaluation(model, params) as saved:
         acc0 = accuracy(model, ex, finite=True)
         for name in names:
-            if name not in SEARCH:
-                continue
-            gen = generator(device, seed, order.index(name))
-            kind, magnitude = SEARCH[name]
-            search = flatness_sigma if kind == "sigma" else sharpness_alpha
-            b = search(model, ex, params, saved, acc0, gen, magnitude)
-            values[name] = 1.0 / b.value**2
-            details[name] = {
-                kind: b.value,
-                "deviation": b.deviation,
-                "steps": b.steps,
-                "converged": b.converged,
-                "at_end": b.at_end,
-            }
-            if b.at_end == "upper":
-                notes[name] = (
-                    f"the accuracy drop never exceeded {TARGET_DEVIATION} on [0, 2]: {kind}* is "
-                    "the interval's upper end"
-                )
-            elif b.at_end == "lower":
-                notes[name] = (
-                    f"the accuracy drop exceeded {TARGET_DEVIATION} at every {kind} tried: "
-                    f"{kind}* is the interval's lower end"
-                )
+            if name in SEARCH:
+                gen = generator(device, seed, order.index(name))
+                found.search(name, model, ex, params, saved, acc0, gen)
         margin_names = [m for m in names if m not in SEARCH]
         if margin_names:
-            gamma, k = kth_margin(margins(model, ex))
-            mv, mn = margin_measures(gamma, ex.n, weights or {}, list(BOUNDS))
-            if weights is None:
-                for m in margin_names:
-                    if m != "inverse_margin":
-                        mv[m] = None
-                        mn[m] = (
-                            "needs the model's weight measures: pass weights= (an Analysis) or "
-                            "a Hugging Face model"
-                        )
-            for m in margin_names:
-                values[m] = mv[m]
-                if m in mn:
-                    notes[m] = mn[m]
-                details[m] = {"gamma": gamma, "k": k}
+            found.margins(margin_names, model, ex, weights)
+    values, notes, details = found.values, found.notes, found.details
     return DataMeasures(
         measures={m: values[m] for m in names},
         notes=notes,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,53 +166,81 @@ def _is_finite_number(v: Any) -> bool:
     return True
 
 
+#: The bounds of the numeric axes, in the order they are checked: ``(axes, test, problem)``;
+#: a value's problem is that of the first rule naming its axis whose test it fails (then the
+#: task's own rule for its size axis, ``Task.size_problem``).
+_AXIS_RULES: tuple[tuple[frozenset[str], Callable[[Any], bool], str], ...] = (
+    (frozenset({"depth", "width"}), lambda v: v < 1, "must be >= 1"),
+    (
+        frozenset({"width"}),
+        lambda v: bool(v % NUM_HEADS),
+        f"must be a multiple of the {NUM_HEADS} attention heads",
+    ),
+    (frozenset({"lr"}), lambda v: v <= 0, "must be > 0"),
+    (frozenset({"weight_decay", "seed", "spectral_reg_strength"}), lambda v: v < 0, "must be >= 0"),
+    (
+        frozenset({"label_noise"}),
+        lambda v: not 0 <= v < 1,
+        "must be in [0, 1) (the share of training labels replaced)",
+    ),
+    (
+        frozenset({"seed"}),
+        lambda v: v >= 2**32,
+        "must be below 2**32 (torch and numpy seeds are 32-bit)",
+    ),
+    (frozenset({"depth"}), lambda v: v > 256, "must be <= 256"),
+    (frozenset({"width"}), lambda v: v > 65536, "must be <= 65536"),
+)
+
+
+def _axis_problem(task: Task, name: str, v: Any) -> str | None:
+    """What is wrong with the number ``v`` on axis ``name`` (``_AXIS_RULES``), None if nothing."""
+    for axes, fails, problem in _AXIS_RULES:
+        if name in axes and fails(v):
+            return problem
+    if name == task.size_axis:
+        return task.size_problem(v)
+    return None
+
+
+def _spectral_reg_value(v: Any, where: str) -> Any:
+    """A value of the one text axis, ``spectral_reg``."""
+    if v not in SPECTRAL_REGS:
+        raise SpecboundError(
+            f"{where}: axis 'spectral_reg' value {v!r}: must be one of {', '.join(SPECTRAL_REGS)}"
+        )
+    return v
+
+
+def _numeric_value(task: Task, name: str, raw: Any, where: str) -> int | float:
+    """A value of a numeric axis: an int on ``INT_AXES``, else a float, within its bounds."""
+    v = _number(raw)
+    if not _is_finite_number(v):
+        raise SpecboundError(f"{where}: axis '{name}' value {v!r} is not a finite number")
+    if name in INT_AXES:
+        if float(v) != int(v):
+            raise SpecboundError(f"{where}: axis '{name}' value {v!r} must be an integer")
+        v = int(v)
+    else:
+        v = float(v)
+    problem = _axis_problem(task, name, v)
+    if problem:
+        raise SpecboundError(f"{where}: axis '{name}' value {v!r}: {problem}")
+    return v
+
+
 def _check_axis(task: Task, name: str, values: Any, where: str) -> list[Any]:
+    """The values of one axis, each checked (a single value is a list of one), none twice."""
     if not isinstance(values, list):
         values = [values]
     if not values:
         raise SpecboundError(f"{where}: axis '{name}' has no values; give at least one")
     out: list[Any] = []
-    if name == "spectral_reg":
-        for v in values:
-            if v not in SPECTRAL_REGS:
-                raise SpecboundError(
-                    f"{where}: axis 'spectral_reg' value {v!r}: must be one of "
-                    f"{', '.join(SPECTRAL_REGS)}"
-                )
-            if v in out:
-                raise SpecboundError(f"{where}: axis '{name}' lists {v!r} twice")
-            out.append(v)
-        return out
-    for v in map(_number, values):
-        if not _is_finite_number(v):
-            raise SpecboundError(f"{where}: axis '{name}' value {v!r} is not a finite number")
-        if name in INT_AXES:
-            if float(v) != int(v):
-                raise SpecboundError(f"{where}: axis '{name}' value {v!r} must be an integer")
-            v = int(v)
+    for raw in values:
+        if name == "spectral_reg":
+            v = _spectral_reg_value(raw, where)
         else:
-            v = float(v)
-        problem = None
-        if name in ("depth", "width") and v < 1:
-            problem = "must be >= 1"
-        elif name == "width" and v % NUM_HEADS:
-            problem = f"must be a multiple of the {NUM_HEADS} attention heads"
-        elif name == "lr" and v <= 0:
-            problem = "must be > 0"
-        elif name in ("weight_decay", "seed", "spectral_reg_strength") and v < 0:
-            problem = "must be >= 0"
-        elif name == "label_noise" and not 0 <= v < 1:
-            problem = "must be in [0, 1) (the share of training labels replaced)"
-        elif name == "seed" and v >= 2**32:
-            problem = "must be below 2**32 (torch and numpy seeds are 32-bit)"
-        elif name == "depth" and v > 256:
-            problem = "must be <= 256"
-        elif name == "width" and v > 65536:
-            problem = "must be <= 65536"
-        elif name == task.size_axis:
-            problem = task.size_problem(v)
-        if problem:
-            raise SpecboundError(f"{where}: axis '{name}' value {v!r}: {problem}")
+            v = _numeric_value(task, name, raw, where)
         if v in out:
             raise SpecboundError(f"{where}: axis '{name}' lists {v!r} twice")
         out.append(v)
@@ -245,6 +274,76 @@ def _cells(grid: dict[str, Any], where: str) -> list[tuple[int, int]] | None:
     return out
 
 
+def _grid_axes(task: Task, grid: dict[str, Any], where: str) -> dict[str, Any]:
+    """The axes a grid sets, each one the task's or an optional one (``OPTIONAL_AXES``)."""
+    axes: dict[str, Any] = {}
+    for k, v in (grid.get("axes") or {}).items():
+        if k not in task.axes and k not in OPTIONAL_AXES:
+            raise SpecboundError(
+                f"{where}: unknown axis '{k}' for task {task.name}; "
+                f"axes: {', '.join((*task.axes, *OPTIONAL_AXES))}"
+            )
+        axes[k] = v
+    return axes
+
+
+def _design(grid: dict[str, Any], where: str) -> str | None:
+    """The grid's ``design`` (one of ``DESIGNS``), None without the key."""
+    design = grid.get("design")
+    if design is not None and design not in DESIGNS:
+        raise SpecboundError(
+            f"{where}: design {design!r} is not known; allowed: {', '.join(DESIGNS)} "
+            "(or leave the key out)"
+        )
+    return design
+
+
+def _cell_axes(grid: dict[str, Any], cells: list[tuple[int, int]], where: str) -> dict[str, Any]:
+    """The depth and width axes that ``cells`` spans (the grid's axes must leave them out)."""
+    if "depth" in (grid.get("axes") or {}) or "width" in (grid.get("axes") or {}):
+        raise SpecboundError(
+            f"{where}: 'cells' lists the depth x width cells; leave depth and width out of 'axes'"
+        )
+    return {
+        "depth": list(dict.fromkeys(d for d, _ in cells)),
+        "width": list(dict.fromkeys(w for _, w in cells)),
+    }
+
+
+def _check_reg_pair(axes: dict[str, Any], where: str) -> None:
+    """``spectral_reg`` and its strength come together or not at all."""
+    if ("spectral_reg" in axes) != ("spectral_reg_strength" in axes):
+        have, lack = (
+            ("spectral_reg", "spectral_reg_strength")
+            if "spectral_reg" in axes
+            else ("spectral_reg_strength", "spectral_reg")
+        )
+        raise SpecboundError(
+            f"{where}: axis '{have}' needs the axis '{lack}'; give both (or neither)"
+        )
+
+
+def _stopping_rule(max_steps: Any, target: Any, where: str) -> tuple[int, float]:
+    """``max_steps`` (a positive integer) and ``target_loss`` (a positive number), checked."""
+    try:
+        max_steps = check_int(max_steps, "max_steps", min=1)
+    except SpecboundError:
+        raise SpecboundError(f"{where}: max_steps must be a positive integer") from None
+    try:
+        target = check_real(target, "target_loss", min=0, include_min=False)
+    except SpecboundError:
+        raise SpecboundError(f"{where}: target_loss must be a positive number") from None
+    return int(max_steps), float(target)
+
+
+def _axis_order(task: Task, axes: dict[str, Any]) -> list[str]:
+    """The task's axes, with the optional axes ``axes`` holds after ``weight_decay``."""
+    order = list(task.axes)
+    at = order.index("weight_decay") + 1
+    order[at:at] = [a for a in OPTIONAL_AXES if a in axes]
+    return order
+
+
 def plan(
     task_name: str,
     *,
@@ -260,58 +359,22 @@ def plan(
     axes: dict[str, Any] = {k: list(v) for k, v in base.axes.items()}
     max_steps: Any = base.max_steps
     target: Any = TARGET_LOSS
+    design: str | None = None
+    cells: list[tuple[int, int]] | None = None
     if grid:
         if grid.get("task") not in (None, task.name):
             raise SpecboundError(f"{grid_source} is for task '{grid['task']}', not '{task.name}'")
-        for k, v in (grid.get("axes") or {}).items():
-            if k not in task.axes and k not in OPTIONAL_AXES:
-                raise SpecboundError(
-                    f"{grid_source}: unknown axis '{k}' for task {task.name}; "
-                    f"axes: {', '.join((*task.axes, *OPTIONAL_AXES))}"
-                )
-            axes[k] = v
+        axes.update(_grid_axes(task, grid, grid_source))
         max_steps = grid.get("max_steps", max_steps)
         target = _number(grid.get("target_loss", target))
-        design = grid.get("design")
-        if design is not None and design not in DESIGNS:
-            raise SpecboundError(
-                f"{grid_source}: design {design!r} is not known; allowed: {', '.join(DESIGNS)} "
-                "(or leave the key out)"
-            )
+        design = _design(grid, grid_source)
         cells = _cells(grid, grid_source)
         if cells is not None:
-            if "depth" in (grid.get("axes") or {}) or "width" in (grid.get("axes") or {}):
-                raise SpecboundError(
-                    f"{grid_source}: 'cells' lists the depth x width cells; leave depth and "
-                    "width out of 'axes'"
-                )
-            axes["depth"] = list(dict.fromkeys(d for d, _ in cells))
-            axes["width"] = list(dict.fromkeys(w for _, w in cells))
-    else:
-        design = None
-        cells = None
-    if ("spectral_reg" in axes) != ("spectral_reg_strength" in axes):
-        have, lack = (
-            ("spectral_reg", "spectral_reg_strength")
-            if "spectral_reg" in axes
-            else ("spectral_reg_strength", "spectral_reg")
-        )
-        raise SpecboundError(
-            f"{grid_source}: axis '{have}' needs the axis '{lack}'; give both (or neither)"
-        )
-    try:
-        max_steps = check_int(max_steps, "max_steps", min=1)
-    except SpecboundError:
-        raise SpecboundError(f"{grid_source}: max_steps must be a positive integer") from None
-    try:
-        target = check_real(target, "target_loss", min=0, include_min=False)
-    except SpecboundError:
-        raise SpecboundError(f"{grid_source}: target_loss must be a positive number") from None
-    order = list(task.axes)
-    at = order.index("weight_decay") + 1
-    order[at:at] = [a for a in OPTIONAL_AXES if a in axes]
-    checked = {a: _check_axis(task, a, axes[a], grid_source) for a in order}
-    p = ZooPlan(task, checked, int(max_steps), float(target), preset, design, cells)
+            axes.update(_cell_axes(grid, cells, grid_source))
+    _check_reg_pair(axes, grid_source)
+    steps, loss = _stopping_rule(max_steps, target, grid_source)
+    checked = {a: _check_axis(task, a, axes[a], grid_source) for a in _axis_order(task, axes)}
+    p = ZooPlan(task, checked, steps, loss, preset, design, cells)
     names = [model_name(q) for q in p.points()]
     long = [n for n in names if len(n.encode()) > 200]
     if long:
