@@ -57,7 +57,7 @@ POOL = [("bootstrap", 150, V), ("bootstrap", False, T), ("seed", -3, V), ("level
 
 @pytest.mark.parametrize(("name", "value", "kind"), POOL)
 def test_pool_refuses_hostile_arguments_before_reading_parts(name, value, kind):
-    from specbound.studies.correlate import pool as P
+    from specbound.studies.correlate import multizoo as P
 
     with pytest.raises(kind) as e:
         P.pool([object()], **{name: value})  # type: ignore[list-item]
@@ -66,7 +66,7 @@ def test_pool_refuses_hostile_arguments_before_reading_parts(name, value, kind):
 
 def test_pool_and_correlation_study_accept_zero_draws_correlate_does_not():
     from specbound.studies.correlate import correlate, rules
-    from specbound.studies.correlate import pool as P
+    from specbound.studies.correlate import multizoo as P
 
     assert P.pool.parameter_constraints["bootstrap"] is rules.BOOTSTRAP_OR_ZERO
     with pytest.raises(V, match=r"^bootstrap=0 is too few"):
@@ -152,7 +152,7 @@ def test_read_trajectory_refuses_hostile_arguments_by_name(name, value, kind):
 
 @pytest.mark.parametrize(("value", "kind"), [("", V), (3, T), ([""], V), ([1], T)])
 def test_study_refuses_hostile_folders(value, kind):
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate.multizoo import study
 
     with pytest.raises(kind, match=r"^folders"):
         study(value)
@@ -160,7 +160,7 @@ def test_study_refuses_hostile_folders(value, kind):
 
 def test_study_takes_a_bare_path_as_one_folder_not_its_letters(tmp_path):
     from specbound.errors import SpecboundError
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate.multizoo import study
 
     with pytest.raises(SpecboundError) as e:
         study(str(tmp_path / "abc"))
@@ -205,7 +205,7 @@ def test_cli_refuses_with_one_error_line_naming_the_flag(tmp_path, args, flag):
 
 @pytest.mark.parametrize("value", ["abc", 3, [("g", "a")], [(1, ["a", "b"], None)]])
 def test_study_refuses_malformed_replicate_groups(value):
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate.multizoo import study
 
     with pytest.raises(T, match=r"^replicates must be"):
         study(["x"], value)
