@@ -92,10 +92,6 @@ def read_folder(path: str | Path, files: Sequence[str], hint: str) -> Folder:
     return Folder(p, R.read_correlate_json(p))
 
 
-#: What pooling a zoo given twice would do (:func:`check_distinct`'s default).
-POOLED_TWICE = "pooling it would count its models twice: pass each zoo once"
-
-
 def read_study_folder(path: str | Path) -> Folder:
     """A correlate folder as a study reads it: correlate.json, differences.csv (refused when
     written before protocol v3: no primary rows) and models.csv when there."""
@@ -108,6 +104,10 @@ def read_study_folder(path: str | Path) -> Folder:
         )
     _ = f.models  # read now: a tampered models.csv is refused before any table is made
     return f
+
+
+#: What pooling a zoo given twice would do (:func:`check_distinct`'s default).
+POOLED_TWICE = "pooling it would count its models twice: pass each zoo once"
 
 
 def check_distinct(paths: Sequence[str | Path], why: str = POOLED_TWICE) -> None:
