@@ -32,7 +32,7 @@ ALLOWED = {
     ("studies/correlate/jobs.py", "--include-unconverged keeps it"): (
         "a skip reason written into skipped.csv of a result folder: output bytes stay as they are"
     ),
-    ("studies/correlate/pool.py", "pass --grid ZOO"): (
+    ("studies/correlate/multizoo/pooling.py", "pass --grid ZOO"): (
         "a note written into correlate.json and the page: output bytes stay as they are"
     ),
     ("studies/correlate/run.py", "choose them with --axes"): (

@@ -309,7 +309,6 @@ def test_no_import_cycle() -> None:
 LONG_MODULES: dict[str, str] = {
     "io.files": "file guards and the one atomic file writer (JSON, CSV, text)",
     "studies.protocol.stats": "the protocol's statistics (Kendall, Jiang, Psi, sign-error)",
-    "studies.multizoo": "the multi-zoo study: family, independence, replicates, answer",
 }
 
 

@@ -50,7 +50,7 @@ POOL = [("bootstrap", 150, V), ("bootstrap", False, T), ("seed", -3, V), ("level
 
 def test_pool_and_correlation_study_accept_zero_draws_correlate_does_not():
     from specbound.studies.correlate import correlate, rules
-    from specbound.studies.correlate import pool as P
+    from specbound.studies.correlate import multizoo as P
 
     assert P.pool.parameter_constraints["bootstrap"] is rules.BOOTSTRAP_OR_ZERO
     with pytest.raises(V, match=r"^bootstrap=0 is too few"):
@@ -114,8 +114,8 @@ def _calls(out: Path) -> dict[str, tuple[list, Callable[..., object]]]:
     """API -> (its hostile-argument table, a call with one argument replaced)."""
     from specbound.layerwise import layerwise
     from specbound.studies.correlate import correlate
-    from specbound.studies.correlate import pool as P
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate import multizoo as P
+    from specbound.studies.correlate.multizoo import study
     from specbound.studies.trajectory import read_trajectory
     from specbound.studies.zoo import train_zoo
 
@@ -148,7 +148,7 @@ def test_each_api_refuses_hostile_arguments_by_name(tmp_path):
 
 def test_study_takes_a_bare_path_as_one_folder_not_its_letters(tmp_path):
     from specbound.errors import SpecboundError
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate.multizoo import study
 
     with pytest.raises(SpecboundError) as e:
         study(str(tmp_path / "abc"))

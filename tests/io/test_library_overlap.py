@@ -82,8 +82,7 @@ def test_correlation_to_dir_refuses_its_zoo_and_may_replace_a_folder_it_reevalua
     tmp_path: Path,
 ) -> None:
     from specbound.studies.correlate import correlate
-    from specbound.studies.correlate.pool import pool, read_part
-    from specbound.studies.multizoo import study
+    from specbound.studies.correlate.multizoo import pool, read_part, study
     from tests.studies.correlate.test_run import _zoo
 
     zoo = _zoo(tmp_path)

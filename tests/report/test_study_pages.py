@@ -60,7 +60,7 @@ def _primary() -> pd.DataFrame:
 
 
 def _study() -> object:
-    from specbound.studies.multizoo import Study
+    from specbound.studies.correlate.multizoo import Study
 
     sec = [{"folder": "results/pooled", "overlaps": "results/a", "shared_models": 144}]
     return Study(_primary(), pd.DataFrame(), ["results/a", "results/b"], [], [], sec)

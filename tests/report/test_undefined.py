@@ -171,7 +171,7 @@ def test_correlate_page_with_undefined_statistics(tmp_path: Path) -> None:
 
 def test_study_page_escapes_and_writes_undefined(tmp_path: Path) -> None:
     from specbound.report.pages.study import report_html
-    from specbound.studies.multizoo import Study
+    from specbound.studies.correlate.multizoo import Study
 
     prim = _primary_with_nan()
     prim.loc[1, ["folder", "role", "verdict", "evidence"]] = [

@@ -123,7 +123,7 @@ def correlate(
     from ..report.figures.style import require_matplotlib
     from ..report.pages.correlate import correlation_page
     from ..studies.correlate import correlate as run_correlate
-    from ..studies.correlate import pool as P
+    from ..studies.correlate import multizoo as P
 
     formats = check_figure_formats(figure_formats)
     zoos = list(zoo or [])

@@ -72,7 +72,7 @@ def study(
     replicated only where each replicate alone shows it (SPEC 10)."""
     from ..io import check_output_dir
     from ..report.pages.study import write_report
-    from ..studies.multizoo import study as run_study
+    from ..studies.correlate.multizoo import study as run_study
 
     groups = [parse_group(g) for g in replicates or []]
     if not folders and not groups:

@@ -72,6 +72,25 @@ def test_a_verdict_must_survive_every_seed():
     assert V.stable_verdicts([]) == ([], [])
 
 
+def test_over_seeds_adjusts_each_seed_on_its_own():
+    # seed 0: 0.01, 0.02 -> Holm 0.02, 0.02; seed 1: 0.01, 0.04 -> Holm 0.02, 0.04
+    seen: list[tuple[int, int, float, float]] = []
+
+    def word(s: int, k: int, p: float, p_holm: float, mc: float) -> str:
+        seen.append((s, k, p, p_holm))
+        assert mc > 0
+        return "better" if p_holm < 0.03 else "undetermined"
+
+    first, runs = V.over_seeds([[0.01, 0.02], [0.01, 0.04]], [1000.0, 1000.0], word)
+    assert first == pytest.approx([0.02, 0.02], abs=1e-15)
+    assert runs == [["better", "better"], ["better", "undetermined"]]
+    assert [(s, k) for s, k, _, _ in seen] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert seen[3][3] == pytest.approx(0.04, abs=1e-15)
+    assert (
+        V.seeds_differ(runs, 1) == "verdict differs between bootstrap seeds: better, undetermined"
+    )
+
+
 def test_designed_for_arch_rule():
     assert F.designed_for_arch(n_sizes=1, cells_ok=2)
     assert F.designed_for_arch(n_sizes=0, cells_ok=9)

@@ -13,8 +13,7 @@ import pytest
 
 from specbound.errors import SpecboundError
 from specbound.studies import correlate as C
-from specbound.studies.correlate.pool import pool, read_part
-from specbound.studies.multizoo import study
+from specbound.studies.correlate.multizoo import pool, read_part, study
 from specbound.studies.protocol.adaptivity import ANSWERS
 from tests.studies.correlate.test_v5_modal import write_zoo
 

@@ -179,7 +179,7 @@ def test_re_evaluated_folder_keeps_the_forms_and_shares(result, tmp_path):
     """A folder re-evaluated from its models.csv (no model analyzed again) writes the same
     models.csv, pstar.csv and p_switch_share; pooled with itself renamed, each zoo keeps its
     own cells."""
-    from specbound.studies.correlate.pool import pool, read_part
+    from specbound.studies.correlate.multizoo import pool, read_part
 
     _, _, out = result
     again = pool([read_part(out)], bootstrap=200).to_dir(tmp_path / "again")

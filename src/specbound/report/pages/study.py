@@ -6,7 +6,7 @@ sign convention of delta and the count of independent zoos; then the forest plot
 deltas (figures/study.py: family rows, secondary rows in their own panel), then the family table
 (with ``verdict_stable``), the secondary folders (the folder each overlaps, shared models), the
 replicate groups and the exploratory rows. The folder's tables and study.json are written by
-``studies.multizoo.Study.to_dir``; every number goes through :mod:`..numbers`."""
+``studies.correlate.multizoo.Study.to_dir``; every number goes through :mod:`..numbers`."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from .links import STUDY, sibling_pages
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ...studies.multizoo import Study
+    from ...studies.correlate.multizoo import Study
 
 FILES = ("primary.csv", "exploratory.csv", "study.json")
 SIGN_CONVENTION = (

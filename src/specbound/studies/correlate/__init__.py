@@ -8,7 +8,9 @@ protocol itself (its statistics, contrasts, tables' columns, verdict rules) is
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
 - :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables);
-- :mod:`.result`: ``Correlation``, its JSON and its output folder, the output schema.
+- :mod:`.result`: ``Correlation``, its JSON and its output folder, the output schema;
+- :mod:`.multizoo`: several zoos as one: pooled (``pool``) or side by side in a study
+  (``study``: Holm over the independent folders).
 """
 
 from ..gap import GAP_KINDS, gap_values

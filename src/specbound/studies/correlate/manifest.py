@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -335,20 +335,39 @@ def validate_manifest(
             f"manifest {manifest}: column '{clash[0]}' collides with an output column of "
             "correlate; rename it"
         )
-    for col in ("train_acc", "test_acc"):
+    for col, (ok, want) in METRIC_RULES.items():
         if col in cols:
             v = _numeric(table, col, manifest)
-            _row_error(table, manifest, col, ~np.isnan(v) & ~((v >= 0) & (v <= 1)), "in [0, 1]")
-    for col in ("train_loss", "test_loss"):
-        if col in cols:
-            v = _numeric(table, col, manifest)
-            _row_error(
-                table, manifest, col, ~np.isnan(v) & ~(np.isfinite(v) & (v >= 0)), "a finite >= 0"
-            )
-    if "train_size" in cols:
-        v = _numeric(table, "train_size", manifest)
-        ok = np.isnan(v) | (np.isfinite(v) & (v >= 1) & (v == np.floor(v)) & (v < 2.0**53))
-        _row_error(table, manifest, "train_size", ~ok, "a positive integer")
+            _row_error(table, manifest, col, ~ok(v), want)
+    _check_axes(zoo)
+
+
+def _unit_interval(v: np.ndarray) -> np.ndarray:
+    return np.isnan(v) | ((v >= 0) & (v <= 1))
+
+
+def _finite_non_negative(v: np.ndarray) -> np.ndarray:
+    return np.isnan(v) | (np.isfinite(v) & (v >= 0))
+
+
+def _positive_integer(v: np.ndarray) -> np.ndarray:
+    return np.isnan(v) | (np.isfinite(v) & (v >= 1) & (v == np.floor(v)) & (v < 2.0**53))
+
+
+#: The metric columns a manifest may hold, checked in this order: column -> (which values are
+#: fine, an empty cell too, what the value must be).
+METRIC_RULES: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "train_acc": (_unit_interval, "in [0, 1]"),
+    "test_acc": (_unit_interval, "in [0, 1]"),
+    "train_loss": (_finite_non_negative, "a finite >= 0"),
+    "test_loss": (_finite_non_negative, "a finite >= 0"),
+    "train_size": (_positive_integer, "a positive integer"),
+}
+
+
+def _check_axes(zoo: Zoo) -> None:
+    """Refuse an axis whose name or value holds '$' (TeX), or a row without a finite value."""
+    table, manifest = zoo.table, zoo.manifest
     for a in zoo.axes:
         if _has_tex(a):
             raise ManifestError(

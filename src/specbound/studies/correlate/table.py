@@ -317,6 +317,47 @@ def with_verdicts(
     and its verdict is recomputed under each bootstrap seed of ``p_seeds`` (Holm over the
     primary rows of that seed); ``verdict_stable`` is yes when every seed gives the same word,
     and a row whose words differ is "borderline" (``verdicts.stable_verdicts``)."""
+    d = _joined_rows(primary, exploratory)
+    prim = (d["family"] == V.PRIMARY).to_numpy(bool)
+    p = _numbers(d["p"])
+    p_holm = np.full(len(d), np.nan)
+    q_bh = np.full(len(d), np.nan)
+    p_holm[prim] = V.holm(p[prim])
+    q_bh[~prim] = V.bh(p[~prim])
+    d["p_holm"], d["q_bh"] = p_holm, q_bh
+    records = d.to_dict("records")
+    gated = [
+        _gate(r, info, primary_bootstrap if prim[i] else bootstrap, bootstrap, missing)
+        for i, r in enumerate(records)
+    ]
+    gates, evidence = [g for g, _ in gated], [e for _, e in gated]
+    words: list[str] = [""] * len(d)
+    for i in np.flatnonzero(~prim).tolist():
+        words[i] = gates[i] or _word(records[i], float(q_bh[i]), float(p[i]), None, bootstrap)
+    stable = [""] * len(d)
+    idx = np.flatnonzero(prim).tolist()
+    if idx:
+        rows = [records[i] for i in idx]
+        final, ok, runs = _primary_words(rows, [gates[i] for i in idx], p[idx], primary_bootstrap)
+        for k, i in enumerate(idx):
+            words[i] = final[k]
+            stable[i] = "yes" if ok[k] else "no"
+            if not ok[k]:
+                evidence[i] = f"{evidence[i]}; {V.seeds_differ(runs, k)}"
+    d["verdict"], d["evidence"], d["verdict_stable"] = words, evidence, stable
+    d["B"] = d["B"].astype(int)
+    return d[DIFFERENCE_COLUMNS]
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    import pandas as pd
+
+    return pd.to_numeric(column, errors="coerce").to_numpy(float)
+
+
+def _joined_rows(primary: pd.DataFrame, exploratory: pd.DataFrame) -> pd.DataFrame:
+    """The primary rows, then the exploratory rows whose measure, versus and statistic no
+    primary row has; the seed columns filled ("" where absent)."""
     import pandas as pd
 
     keys = set(zip(primary["measure"], primary["versus"], primary["statistic"], strict=True))
@@ -332,56 +373,38 @@ def with_verdicts(
     d = d.reset_index(drop=True)
     for c in SEED_COLUMNS:
         d[c] = d[c].fillna("") if c in d.columns else ""
-    prim = (d["family"] == V.PRIMARY).to_numpy(bool)
-    p = pd.to_numeric(d["p"], errors="coerce").to_numpy(float)
-    p_holm = np.full(len(d), np.nan)
-    q_bh = np.full(len(d), np.nan)
-    p_holm[prim] = V.holm(p[prim])
-    q_bh[~prim] = V.bh(p[~prim])
-    d["p_holm"], d["q_bh"] = p_holm, q_bh
-    records = d.to_dict("records")
-    gates, evidence = [], []
-    for i, r in enumerate(records):
-        gate, ev = _gate(r, info, primary_bootstrap if prim[i] else bootstrap, bootstrap, missing)
-        gates.append(gate)
-        evidence.append(ev)
-    words: list[str] = [""] * len(d)
-    for i in np.flatnonzero(~prim).tolist():
-        words[i] = gates[i] or _word(records[i], float(q_bh[i]), float(p[i]), None, bootstrap)
-    stable = [""] * len(d)
-    idx = np.flatnonzero(prim).tolist()
-    if idx:
-        seeds = max(len(split_seeds(records[i]["p_seeds"])) or 1 for i in idx)
-        runs = []
-        for s in range(seeds):
-            ps = np.array([_seed(records[i], "p_seeds", s, float(p[i])) for i in idx])
-            b = np.array([max(int(records[i]["B"]), 1) for i in idx], dtype=float)
-            hs, mcs = V.holm(ps), V.holm_mc_errors(ps, b)
-            runs.append(
-                [
-                    gates[i]
-                    or _word(
-                        records[i],
-                        float(hs[k]),
-                        float(ps[k]),
-                        float(mcs[k]),
-                        primary_bootstrap,
-                        low=_seed(records[i], "low_seeds", s, float(records[i]["low"])),
-                        high=_seed(records[i], "high_seeds", s, float(records[i]["high"])),
-                    )
-                    for k, i in enumerate(idx)
-                ]
-            )
-        final, ok = V.stable_verdicts(runs)
-        for k, i in enumerate(idx):
-            words[i] = final[k]
-            stable[i] = "yes" if ok[k] else "no"
-            if not ok[k]:
-                seen = ", ".join(run[k] for run in runs)
-                evidence[i] = f"{evidence[i]}; verdict differs between bootstrap seeds: {seen}"
-    d["verdict"], d["evidence"], d["verdict_stable"] = words, evidence, stable
-    d["B"] = d["B"].astype(int)
-    return d[DIFFERENCE_COLUMNS]
+    return d
+
+
+def _primary_words(
+    records: list[dict[str, Any]], gates: list[str], p: np.ndarray, primary_bootstrap: int
+) -> tuple[list[str], list[bool], list[list[str]]]:
+    """The primary rows' verdicts under each bootstrap seed of ``p_seeds`` (Holm over the rows
+    of that seed; a row's gate word stands): the final words, whether each is stable, and the
+    words per seed (``verdicts.over_seeds``, ``verdicts.stable_verdicts``). ``p``: the rows'
+    p-values (a row without seeds keeps its own)."""
+    seeds = max(len(split_seeds(r["p_seeds"])) or 1 for r in records)
+    per_seed = [
+        np.array([_seed(r, "p_seeds", s, float(p[k])) for k, r in enumerate(records)])
+        for s in range(seeds)
+    ]
+    b = np.array([max(int(r["B"]), 1) for r in records], dtype=float)
+
+    def word(s: int, k: int, p_s: float, p_holm: float, mc: float) -> str:
+        r = records[k]
+        return gates[k] or _word(
+            r,
+            p_holm,
+            p_s,
+            mc,
+            primary_bootstrap,
+            low=_seed(r, "low_seeds", s, float(r["low"])),
+            high=_seed(r, "high_seeds", s, float(r["high"])),
+        )
+
+    _, runs = V.over_seeds(per_seed, b, word)
+    final, ok = V.stable_verdicts(runs)
+    return final, ok, runs
 
 
 def _seed(r: dict[str, Any], column: str, s: int, default: float) -> float:

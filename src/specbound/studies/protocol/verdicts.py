@@ -24,16 +24,16 @@ The rules, in the order they are applied:
    measure (delta > 0 on tau-like statistics, where larger is better), else "worse";
 7. otherwise "undetermined".
 
-Protocol v4 (:func:`stable_verdicts`): a primary row's verdict is recomputed under
-:data:`SEEDS` bootstrap seeds (seed, seed + 1, ..., seed + 4, each with its own B draws, its own
-Holm adjustment over the family); ``verdict_stable`` is yes when the words agree, and a row whose
-words differ is "borderline".
+Protocol v4 (:func:`over_seeds`, :func:`stable_verdicts`): a primary row's verdict is
+recomputed under :data:`SEEDS` bootstrap seeds (seed, seed + 1, ..., seed + 4, each with its own
+B draws, its own Holm adjustment over the family); ``verdict_stable`` is yes when the words
+agree, and a row whose words differ is "borderline" (:func:`seeds_differ` says why).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -189,6 +189,36 @@ def holm_mc_errors(
     err[raw[at] >= 1.0] = 0.0
     out[ok[order]] = err
     return out
+
+
+#: ``word(seed, row, p, p_holm, mc)``: a row's verdict under one seed, from that seed's p, the
+#: Holm figure over the family and that figure's Monte Carlo error.
+SeedWord = Callable[[int, int, float, float, float], str]
+
+
+def over_seeds(
+    p: Sequence[Sequence[float] | np.ndarray],
+    bootstrap: Sequence[float] | np.ndarray,
+    word: SeedWord,
+) -> tuple[np.ndarray, list[list[str]]]:
+    """Protocol v4: the family's verdicts under each bootstrap seed. ``p[s][k]``: row k's p under
+    seed s (s = 0 the reported one); ``bootstrap``: each row's B. Holm over the rows of each
+    seed (:func:`holm`, :func:`holm_mc_errors`), then ``word`` per row. Returns seed 0's Holm
+    figures and the words ``[s][k]`` (for :func:`stable_verdicts`)."""
+    first = np.full(len(p[0]) if len(p) else 0, np.nan)
+    runs: list[list[str]] = []
+    for s, seed_p in enumerate(p):
+        ps = np.asarray(seed_p, dtype=float)
+        hs, mcs = holm(ps), holm_mc_errors(ps, bootstrap)
+        if s == 0:
+            first = hs
+        runs.append([word(s, k, float(ps[k]), float(hs[k]), float(mcs[k])) for k in range(ps.size)])
+    return first, runs
+
+
+def seeds_differ(runs: Sequence[Sequence[str]], k: int) -> str:
+    """The evidence of row ``k`` whose words differ between the seeds of ``runs``."""
+    return "verdict differs between bootstrap seeds: " + ", ".join(run[k] for run in runs)
 
 
 def stable_verdicts(words: Sequence[Sequence[str]]) -> tuple[list[str], list[bool]]:

@@ -1,4 +1,4 @@
-"""Pooled zoos and correlate folders re-evaluated from their models.csv (studies.correlate.pool).
+"""Pooled zoos and correlate folders re-evaluated from their models.csv (multizoo.pool).
 
 Checked against the committed sparse-parity fixed-n result (47 real trained models): re-reading
 its folder gives its point estimates back, and pooling its models split in two by seed gives the
@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specbound.studies.correlate import pool as P
+from specbound.errors import SpecboundError
+from specbound.studies.correlate import multizoo as P
 from tests.support.cli_runner import run_cli
 
 RESULT = (
-    Path(__file__).resolve().parents[3]
+    Path(__file__).resolve().parents[4]
     / "benchmarks"
     / "generalization"
     / "results"
@@ -211,7 +212,7 @@ def test_tampered_models_csv_is_one_line(tmp_path, column, value, needle):
     if needle is None:
         assert "models/m-x" in set(P.read_part(a).models["model"])
         return
-    with pytest.raises(P.SpecboundError, match=needle.replace("(", r"\(")):
+    with pytest.raises(SpecboundError, match=needle.replace("(", r"\(")):
         P.read_part(a)
 
 
@@ -219,28 +220,28 @@ def test_duplicated_or_missing_rows_and_a_bad_gap_word_are_refused(tmp_path):
     a, _ = _split(tmp_path)
     m = pd.read_csv(a / "models.csv")
     pd.concat([m, m.iloc[[0]]]).to_csv(a / "models.csv", index=False)
-    with pytest.raises(P.SpecboundError, match=r"column 'model'.*repeats row 2"):
+    with pytest.raises(SpecboundError, match=r"column 'model'.*repeats row 2"):
         P.read_part(a)
     m.iloc[:0].to_csv(a / "models.csv", index=False)  # header only
-    with pytest.raises(P.SpecboundError, match="0 rows"):
+    with pytest.raises(SpecboundError, match="0 rows"):
         P.read_part(a)
     m.iloc[1:].to_csv(a / "models.csv", index=False)  # a row less than correlate.json counts
-    with pytest.raises(P.SpecboundError, match="'n_models'"):
+    with pytest.raises(SpecboundError, match="'n_models'"):
         P.read_part(a)
     m.to_csv(a / "models.csv", index=False)
     meta = json.loads((a / "correlate.json").read_text())
     (a / "correlate.json").write_text(json.dumps({**meta, "gap": "happiness"}))
-    with pytest.raises(P.SpecboundError, match="'gap' is 'happiness'"):
+    with pytest.raises(SpecboundError, match="'gap' is 'happiness'"):
         P.read_part(a)
 
 
 def test_a_folder_or_its_copy_given_twice_is_refused(tmp_path):
     pytest.importorskip("matplotlib")
     a, _ = _split(tmp_path)
-    with pytest.raises(P.SpecboundError, match="given twice"):
+    with pytest.raises(SpecboundError, match="given twice"):
         P.pool([P.read_part(a), P.read_part(tmp_path / "a" / ".." / "a")], bootstrap=0)
     shutil.copytree(a, tmp_path / "copy")
-    with pytest.raises(P.SpecboundError, match="the same gap and measure values"):
+    with pytest.raises(SpecboundError, match="the same gap and measure values"):
         P.pool([P.read_part(a), P.read_part(tmp_path / "copy")], bootstrap=0)
     r = run_cli("correlate", a, tmp_path / "copy", "--out", tmp_path / "p", "--quiet")
     assert r.code == 2 and "the same gap and measure values" in r.one_error_line()

@@ -1,12 +1,14 @@
-"""Several zoos as one study, and correlate folders re-evaluated without analyzing again.
+"""Several zoos pooled into one correlate result, and correlate folders re-evaluated without
+analyzing again.
 
 A *part* is one zoo's analyzed models: either a ``Correlation`` just computed
 (``correlate(zoo)``; :func:`part_of`) or a folder ``correlate`` wrote (its ``models.csv``,
-``skipped.csv`` and ``correlate.json``; nothing is loaded or analyzed again: the measures are
-read from the file). :func:`pool` joins parts that share their task, axes and gap into one
-models table, each model keeping its source in a ``zoo`` column (a model name that occurs in two
-parts is prefixed ``<zoo>/``), and evaluates SPEC 10 (protocol v3) on it: configurations are
-pooled by their axis values, so a configuration's models are the seeds of every part.
+``skipped.csv`` and ``correlate.json``, read by :mod:`.folders`; nothing is loaded or analyzed
+again: the measures are read from the file). :func:`pool` joins parts that share their task,
+axes and gap into one models table, each model keeping its source in a ``zoo`` column (a model
+name that occurs in two parts is prefixed ``<zoo>/``), and evaluates SPEC 10 (protocol v3) on
+it: configurations are pooled by their axis values, so a configuration's models are the seeds
+of every part.
 
 A configuration of the grid counts as missing from the pool only when no part has a usable
 model of it (the intersection of the parts' missing configurations).
@@ -22,25 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import Param, SpecboundError
-from ...io.outdir import local_inputs
-from ...io.readback import present
-from ...validation import validate_params
-from .. import readback as R
-from . import rules as RU
-from . import table as T
-from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
-from .jobs import missing_configurations
-from .modal import PSTAR_CSV, pooled_pstar, switch_shares
-from .result import SKIPPED_COLUMNS, Correlation
+from ....errors import Param, SpecboundError
+from ....io.outdir import local_inputs
+from ....validation import validate_params
+from ... import readback as R
+from .. import rules as RU
+from .. import table as T
+from ..ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
+from ..jobs import missing_configurations
+from ..modal import pooled_pstar, switch_shares
+from ..result import SKIPPED_COLUMNS, Correlation
+from .folders import RESULT_FILES, Folder, check_distinct, is_result_folder, read_folder, zoo_dir
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .result import Correlation
-
-#: Files a correlate folder must hold to be re-evaluated.
-RESULT_FILES = ("correlate.json", "models.csv")
 
 
 @dataclass
@@ -70,12 +67,6 @@ class Part:
     design: str | None = None
 
 
-def is_result_folder(path: str | Path) -> bool:
-    """Whether ``path`` is a folder written by ``correlate`` (correlate.json + models.csv)."""
-    p = Path(path)  # present, not is_file: its reader refuses a models.csv that is a directory
-    return p.is_dir() and all(present(p / f) for f in RESULT_FILES)
-
-
 def part_of(result: Correlation, name: str | None = None) -> Part:
     """A just-computed ``Correlation`` as a part (named after its zoo directory)."""
     manifest = Path(result.manifest)
@@ -103,35 +94,12 @@ def part_of(result: Correlation, name: str | None = None) -> Part:
 def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     """A correlate folder as a part. Its grid (for the missing configurations) is the one its
     correlate.json records (protocol 3), else the zoo.json of ``grid`` (a zoo directory or
-    zoo.json), else the zoo.json beside the manifest it names, when that exists."""
-    p = Path(folder)
-    if not is_result_folder(p):
-        raise SpecboundError(
-            f"{p} is not a folder written by 'specbound correlate' (it needs "
-            f"{' and '.join(RESULT_FILES)}); pass a correlate output folder or a zoo directory"
-        )
-    meta = R.read_correlate_json(p)
-    models = R.read_models_csv(p, meta)
-    skipped = R.read_skipped_csv(p, meta)
-    measures = list(meta["measures"])
-    pstar = R.read_pstar_csv(p) if (p / PSTAR_CSV).is_file() else None
-    missing: list[str] | None = None
-    notes: list[str] = []
-    if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
-        missing = [str(m) for m in meta["missing_configurations"]]
-    else:
-        zoo_json = _zoo_json(grid, meta.get("manifest"), p)
-        if zoo_json is not None:
-            zj = R.read_zoo_json(zoo_json)
-            g = zj.get("grid")
-            missing = missing_configurations(
-                g if isinstance(g, dict) else None, models, zj.get("cells")
-            )
-        else:
-            notes.append(
-                f"{p.name}: the zoo's grid (zoo.json) was not found, so its missing "
-                "configurations are not named; pass --grid ZOO"
-            )
+    zoo.json), else the zoo.json beside the manifest it names, when that exists
+    (``folders.zoo_dir``)."""
+    f = read_folder(folder, RESULT_FILES, "pass a correlate output folder or a zoo directory")
+    p, meta = f.path, f.meta
+    models, skipped, pstar = f.models, f.skipped, f.pstar
+    missing, notes = _missing_of(f, models, grid)
     manifest = str(meta.get("manifest", ""))
     if grid is not None:  # the zoo named on the command line is where the models came from
         g = Path(grid)
@@ -146,7 +114,7 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
         models,
         skipped,
         [str(a) for a in meta["axes"]],
-        measures,
+        list(meta["measures"]),
         str(meta.get("gap", "accuracy")),
         None if meta.get("task") is None else str(meta["task"]),
         str(p),
@@ -162,12 +130,33 @@ def read_part(folder: str | Path, grid: str | Path | None = None) -> Part:
     )
 
 
+def _missing_of(
+    f: Folder, models: pd.DataFrame, grid: str | Path | None
+) -> tuple[list[str] | None, list[str]]:
+    """The configurations of a folder's grid without a usable model (None: not known) and the
+    note saying why they are not named."""
+    meta = f.meta
+    if meta.get("protocol", 0) >= 3 and isinstance(meta.get("missing_configurations"), list):
+        return [str(m) for m in meta["missing_configurations"]], []
+    zoo_json = _zoo_json(grid, meta.get("manifest"), f.path)
+    if zoo_json is None:
+        return None, [
+            f"{f.path.name}: the zoo's grid (zoo.json) was not found, so its missing "
+            "configurations are not named; pass --grid ZOO"
+        ]
+    zj = R.read_zoo_json(zoo_json)
+    g = zj.get("grid")
+    return missing_configurations(g if isinstance(g, dict) else None, models, zj.get("cells")), []
+
+
 def _zoo_name(manifest: Any, folder: Path) -> str:
     m = Path(str(manifest or ""))
     return m.parent.name if m.name == "zoo.csv" and m.parent.name else folder.name
 
 
 def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | None:
+    """The zoo.json of ``grid`` (a zoo directory or zoo.json; an error when there is none), else
+    the one beside the folder's manifest (``folders.zoo_dir``), else None."""
     if grid is not None:
         g = Path(grid)
         g = g / "zoo.json" if g.is_dir() else g
@@ -176,26 +165,8 @@ def _zoo_json(grid: str | Path | None, manifest: Any, folder: Path) -> Path | No
                 Param("grid", str(grid)), ": no zoo.json there; pass a zoo directory"
             )
         return g
-    if manifest:
-        m = Path(str(manifest))
-        for base in (m, folder.parent / m):
-            if base.name == "zoo.csv" and (base.parent / "zoo.json").is_file():
-                return base.parent / "zoo.json"
-    return None
-
-
-def check_distinct(paths: Sequence[str | Path]) -> None:
-    """Refuse a zoo directory or correlate folder given twice (compared resolved), before any
-    model is analyzed: pooling it would count its models twice."""
-    seen: dict[Path, str] = {}
-    for p in paths:
-        r = Path(p).resolve()
-        if r in seen:
-            raise SpecboundError(
-                f"{p} is given twice (as {seen[r]} too); pooling it would count its models "
-                "twice: pass each zoo once"
-            )
-        seen[r] = str(p)
+    zoo = zoo_dir(folder, manifest)
+    return None if zoo is None else zoo / "zoo.json"
 
 
 def _check_no_model_twice(parts: Sequence[Part]) -> None:

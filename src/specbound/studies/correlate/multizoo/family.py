@@ -1,4 +1,4 @@
-"""One study over several correlate folders: the primary table of SPEC 10 protocol v3 as
+"""The study over several correlate folders: the primary table of SPEC 10 protocol v3 as
 amended by v4 (independent folders only in the Holm family, verdicts stable over seeds).
 
 ``study(folders, replicates=...)`` reads the folders ``specbound correlate`` wrote for the zoos of
@@ -14,7 +14,8 @@ a study (standard, fixed-n, replicate and pooled zoos of each task) and returns 
   ``verdict_stable`` yes when every seed gives the same word, else the verdict is "borderline"
   (empty when a folder recorded one seed only). A folder's "insufficient evidence" and "not
   comparable" stay as they are: more rows never make evidence.
-- independence (:func:`independence`): a model is identified by its task, recipe (``max_steps``
+- independence (``protocol.independence``; what each folder holds is read by
+  ``folders.trained``): a model is identified by its task, recipe (``max_steps``
   and ``target_loss`` of the zoo.json beside the folder's manifest, or ``recipe`` of
   correlate.json; a field unknown on either side does not tell models apart), configuration (its
   hyperparameter columns in models.csv: the axes of every folder and the training-set size) and
@@ -25,7 +26,8 @@ a study (standard, fixed-n, replicate and pooled zoos of each task) and returns 
   with ``overlaps`` (the family folder it shares most models with) and ``shared_models``: shown
   beside the family with its own folder's ``p_holm`` and verdict, never in the study's Holm
   adjustment or tally.
-- replicate groups ``(name, [replicate folders], pooled folder or None)``: each replicate's rows
+- replicate groups (:mod:`.replicates`) ``(name, [replicate folders], pooled folder or
+  None)``: each replicate's rows
   are labelled ``replicate``, the pooled folder's ``pooled``; a group's ``replicated`` is ``yes``
   for a contrast only when every replicate alone has the same verdict, ``better`` or ``worse``,
   and ``no`` otherwise (SPEC 10 "Replicates"). Replicates must have disjoint seeds: strata of one
@@ -37,28 +39,30 @@ a study (standard, fixed-n, replicate and pooled zoos of each task) and returns 
 Output (``Study.to_dir``, with ``report.pages.study.write_report`` as ``extra``):
 ``primary.csv``, ``exploratory.csv``, ``study.json`` and ``report.html``, whose first table is
 the primary one.
-``Study.summary()`` is what ``specbound study --json`` prints.
+``Study.summary()`` is what the ``study`` command prints as JSON.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Param, SpecboundError, SpecboundTypeError
-from ..io import output_dir
-from ..io.files import dumps_json, json_safe, write_csv
-from ..io.readback import present
-from ..validation import PathLike, Paths, Satisfies, Text, validate_params
-from . import readback as R
-from .correlate.table import split_seeds
-from .independence import independence
-from .protocol import verdicts as V
-from .protocol.adaptivity import ADAPTIVITY, pair_answer
-from .protocol.registry import PROTOCOL
-from .protocol.tables import EXPLORATORY_COLUMNS, PRIMARY_COLUMNS
+import numpy as np
+
+from ....errors import Param, SpecboundError
+from ....io import output_dir
+from ....io.files import dumps_json, json_safe, write_csv
+from ....validation import Paths, Satisfies, validate_params
+from ...protocol import verdicts as V
+from ...protocol.independence import independence
+from ...protocol.registry import PROTOCOL
+from ...protocol.tables import EXPLORATORY_COLUMNS, PRIMARY_COLUMNS
+from ..table import split_seeds
+from .folders import Folder, check_distinct, read_study_folder, trained
+from .replicates import Groups, adaptivity, groups_of, mark_replicated, roles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,7 +84,7 @@ class Study:
     adaptivity: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        """What ``specbound study --json`` prints, less the output folder the CLI adds: a
+        """What the ``study`` command prints as JSON, less the output folder it adds: a
         JSON-ready dict (``json.dumps(..., allow_nan=False)`` holds). Keys, in order: the
         content of study.json (``protocol``, ``folders``, ``n_primary``, ``holm_over``,
         ``verdicts``: counts per verdict, ``groups``, ``notes``), then ``primary``: the primary
@@ -133,81 +137,38 @@ class Study:
         return Path(path)
 
 
-def _read(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
-    """correlate.json, differences.csv and models.csv (when there) of ``folder``, through
-    their readers (``studies.readback``: a tampered file is one line naming file, row, column)."""
-    import pandas as pd
-
-    meta_file, diff_file = folder / "correlate.json", folder / "differences.csv"
-    if not (present(meta_file) and present(diff_file)):  # their readers refuse a non-file
-        raise SpecboundError(
-            f"{folder} is not a folder written by 'specbound correlate' (no correlate.json and "
-            "differences.csv); pass correlate output folders"
-        )
-    meta = R.read_correlate_json(folder)
-    d = R.read_differences_csv(folder, meta)
-    if int(meta.get("protocol", 0) or 0) < 3 or "family" not in d:
-        raise SpecboundError(
-            f"{folder} was written before protocol v3 (no primary rows); re-evaluate it in "
-            f"place: correlate it again with out={folder}"
-        )
-    models_file = folder / "models.csv"
-    models = R.read_models_csv(folder, meta) if present(models_file) else pd.DataFrame()
-    return meta, d, models
-
-
-def _seeds(models: pd.DataFrame) -> set[str]:
-    if "seed" not in models.columns:
-        return set()
-    return {str(s) for s in models["seed"].dropna()}
-
-
-def _groups_of(value: Any, name: str) -> list[tuple[str, list[Any], Any]]:
-    """``replicates`` as a list of ``(name, [folders], pooled folder or None)``."""
-    try:
-        groups = [tuple(g) for g in value if not isinstance(g, str)]
-        ok = len(groups) == len(value) and all(len(g) == 3 for g in groups)
-    except TypeError:
-        ok = False
-    if isinstance(value, str) or not ok:
-        raise SpecboundTypeError(
-            Param(name), f" must be a list of (name, folders, pooled folder or None), got {value!r}"
-        )
-    return [
-        (
-            Text().convert(g, name),
-            Paths().convert(f, name),
-            None if p is None else PathLike().convert(p, name),
-        )
-        for g, f, p in groups
-    ]
-
-
 @validate_params(
     {
         "folders": (Paths(),),
-        "replicates": (Satisfies(_groups_of, "a list of replicate groups", named=True),),
+        "replicates": (Satisfies(groups_of, "a list of replicate groups", named=True),),
     }
 )
-def study(
-    folders: Sequence[str | Path],
-    replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]] = (),
-) -> Study:
+def study(folders: Sequence[str | Path], replicates: Groups = ()) -> Study:
     """The study of ``folders`` (module doc). ``replicates``: ``(name, replicate folders,
     pooled folder or None)``; every folder named there is added to ``folders`` if absent."""
     import pandas as pd
 
     paths = _paths(folders, replicates)
-    read = {p: _read(p) for p in paths}
-    role, groups = _groups(replicates, read)
-    over = independence(paths, read, role)
-    rows, explo = [], []
-    for p in paths:
-        meta, d, _ = read[p]
-        rows.extend(_primary_rows(p, meta, d, role.get(p, ("single", "")), V))
-        explo.append(_exploratory_rows(p, meta, d, V))
-    primary = _primary_table(rows, over, V)
-    _mark_replicated(primary, groups, V)
+    read = {p: read_study_folder(p) for p in paths}
+    role, groups = roles(replicates, read)
+    over = independence(
+        {
+            p: trained(
+                f,
+                pooled=role.get(p, ("", ""))[0] == "pooled",
+                replicate=role.get(p, ("single", ""))[0] == "replicate",
+            )
+            for p, f in read.items()
+        }
+    )
+    rows = [
+        row
+        for p, f in read.items()
+        for row in _primary_rows(p, f.meta, f.differences, role.get(p, ("single", "")))
+    ]
+    explo = [_exploratory_rows(p, f.meta, f.differences) for p, f in read.items()]
+    primary = _primary_table(rows, over)
+    mark_replicated(primary, groups)
     primary = primary[[*PRIMARY_COLUMNS]]
     exploratory = pd.concat(explo, ignore_index=True) if explo else pd.DataFrame()
     if len(exploratory.columns):  # the registry's columns first, a later version's after
@@ -218,7 +179,20 @@ def study(
         for p, o in over.items()
         if o is not None
     ]
-    n_ind = len(paths) - len(secondary)
+    answers = adaptivity(groups, primary, read)
+    notes = _notes(primary, read, secondary, answers)
+    return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary, answers)
+
+
+def _notes(
+    primary: pd.DataFrame,
+    read: dict[Path, Folder],
+    secondary: list[dict[str, Any]],
+    answers: list[dict[str, Any]],
+) -> list[str]:
+    """The study's notes: what p_holm is over, the tally of the family's verdicts, the
+    secondary folders, the folders without a primary row, protocol v5's answers."""
+    n_ind = len(read) - len(secondary)
     fam = primary[primary["independence"] == "family"]
     notes = [
         f"p_holm: Holm over the {len(fam)} primary rows of {n_ind} independent zoos (folders "
@@ -237,37 +211,13 @@ def study(
     notes += [
         f"{p}: no primary row (its measures give no primary contrast); it adds nothing to the "
         "primary table"
-        for p in paths
-        if not (read[p][1]["family"] == V.PRIMARY).any()
+        for p, f in read.items()
+        if not (f.differences["family"] == V.PRIMARY).any()
     ]
-    answers = _adaptivity(groups, primary, read)
-    notes += [f"protocol v5, {a['group']}: {a['statement']}" for a in answers]
-    return Study(primary, exploratory, [str(p) for p in paths], groups, notes, secondary, answers)
+    return notes + [f"protocol v5, {a['group']}: {a['statement']}" for a in answers]
 
 
-def _adaptivity(
-    groups: list[dict[str, Any]], primary: pd.DataFrame, read: dict[Path, Any]
-) -> list[dict[str, Any]]:
-    """Protocol v5's answer (``adaptivity.pair_answer``) of every replicate group of two
-    folders whose correlate.json both say ``design: adaptivity``."""
-    out = []
-    for grp in groups:
-        reps = [Path(r) for r in grp.get("replicates", [])]
-        if len(reps) != 2 or any(read[r][0].get("design") != ADAPTIVITY for r in reps):
-            continue
-        shares = {
-            str(r): [c["share"] for c in (read[r][0].get("p_switch_share") or {}).get("cells", [])]
-            for r in reps
-        }
-        corr = {str(r): R.read_correlation_csv(r, read[r][0]) for r in reps}
-        out.append(pair_answer(grp["group"], [str(r) for r in reps], primary, shares, corr))
-    return out
-
-
-def _paths(
-    folders: Sequence[str | Path],
-    replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]],
-) -> list[Path]:
+def _paths(folders: Sequence[str | Path], replicates: Groups) -> list[Path]:
     """``folders``, then every replicate or pooled folder not among them, in order; refuses an
     empty list and a folder listed twice."""
     paths = [Path(f) for f in folders]
@@ -276,64 +226,16 @@ def _paths(
             if Path(f) not in paths:
                 paths.append(Path(f))
     if not paths:
-        raise SpecboundError("study needs at least one correlate folder")
-    if len({p.resolve() for p in paths}) != len(paths):
-        raise SpecboundError("study: a folder is listed twice")
+        raise SpecboundError(
+            "study needs at least one correlate folder in ", Param("folders"), " or ",
+            Param("replicates"),
+        )  # fmt: skip
+    check_distinct(paths, "the study would count its rows twice: pass each folder once")
     return paths
 
 
-def _groups(
-    replicates: Sequence[tuple[str, Sequence[str | Path], str | Path | None]],
-    read: dict[Path, tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]],
-) -> tuple[dict[Path, tuple[str, str]], list[dict[str, Any]]]:
-    """The role ``(kind, group)`` of every replicate and pooled folder, and the group records
-    of study.json; checks each group (module doc) in the order given."""
-    role: dict[Path, tuple[str, str]] = {}
-    groups: list[dict[str, Any]] = []
-    for name, given, pooled in replicates:
-        reps = [Path(r) for r in given]
-        _check_group(name, reps, read)
-        for r in reps:
-            if r in role:
-                raise SpecboundError(f"{r} is in two replicate groups")
-            role[r] = ("replicate", name)
-        if pooled is not None:
-            role[Path(pooled)] = ("pooled", name)
-        groups.append(
-            {
-                "group": name,
-                "replicates": [str(r) for r in reps],
-                "pooled": None if pooled is None else str(pooled),
-                "seeds": {str(r): sorted(_seeds(read[r][2]), key=float) for r in reps},
-            }
-        )
-    return role, groups
-
-
-def _check_group(
-    name: str,
-    reps: list[Path],
-    read: dict[Path, tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]],
-) -> None:
-    """Refuse a replicate group of fewer than two folders, with shared seeds or other axes."""
-    if len(reps) < 2:
-        raise SpecboundError(f"replicate group {name}: needs >= 2 replicate folders")
-    seen: dict[str, Path] = {}
-    for r in reps:
-        meta, _, models = read[r]
-        for s in _seeds(models):
-            if s in seen:
-                raise SpecboundError(
-                    f"replicate group {name}: {r} and {seen[s]} share seed {s}; replicates "
-                    "need disjoint seeds (strata of one zoo retrained are not replicates)"
-                )
-            seen[s] = r
-        if meta.get("axes") != read[reps[0]][0].get("axes"):
-            raise SpecboundError(f"replicate group {name}: {r} has other axes than {reps[0]}")
-
-
 def _primary_rows(
-    p: Path, meta: dict[str, Any], d: pd.DataFrame, kind_group: tuple[str, str], V: Any
+    p: Path, meta: dict[str, Any], d: pd.DataFrame, kind_group: tuple[str, str]
 ) -> list[dict[str, Any]]:
     """The primary rows of one folder, as study rows (before the study's Holm and verdict)."""
     zoos = meta.get("zoos") or [Path(str(meta.get("manifest", ""))).parent.name]
@@ -368,7 +270,7 @@ def _primary_rows(
     ]
 
 
-def _exploratory_rows(p: Path, meta: dict[str, Any], d: pd.DataFrame, V: Any) -> pd.DataFrame:
+def _exploratory_rows(p: Path, meta: dict[str, Any], d: pd.DataFrame) -> pd.DataFrame:
     """The exploratory rows of one folder, with its folder and task in front."""
     ex = d[d["family"] == V.EXPLORATORY].copy()
     ex.insert(0, "folder", str(p))
@@ -377,13 +279,12 @@ def _exploratory_rows(p: Path, meta: dict[str, Any], d: pd.DataFrame, V: Any) ->
 
 
 def _primary_table(
-    rows: list[dict[str, Any]], over: dict[Path, tuple[Path, int] | None], V: Any
+    rows: list[dict[str, Any]], over: dict[Path, tuple[Path, int] | None]
 ) -> pd.DataFrame:
     """The primary rows with ``independence``; the family rows with the study's ``p_holm``
-    (Holm over the family), verdict and ``verdict_stable`` (module doc), the secondary rows with
-    their folder's; an empty ``replicated`` column; an empty table with every column when there
-    are none."""
-    import numpy as np
+    (Holm over the family), verdict and ``verdict_stable`` (module doc, :func:`_family`), the
+    secondary rows with their folder's; an empty ``replicated`` column; an empty table with
+    every column when there are none."""
     import pandas as pd
 
     primary = pd.DataFrame(rows)
@@ -395,77 +296,65 @@ def _primary_table(
     primary["independence"] = ["family" if x is None else "secondary" for x in o]
     primary["overlaps"] = ["" if x is None else str(x[0]) for x in o]
     primary["shared_models"] = [0 if x is None else int(x[1]) for x in o]
-    fam = np.flatnonzero((primary["independence"] == "family").to_numpy()).tolist()
     recs = primary.to_dict("records")
-    p = pd.to_numeric(primary["p"], errors="coerce").to_numpy(float)
     p_holm = pd.to_numeric(primary["p_holm_folder"], errors="coerce").to_numpy(float, copy=True)
     verdict = [str(r["folder_verdict"]) for r in recs]
     stable = ["" if pd.isna(r["folder_stable"]) else str(r["folder_stable"]) for r in recs]
-    evidence = [str(r["evidence"]) for r in recs]
-    for i, x in enumerate(o):
-        if x is not None:
-            evidence[i] += (
-                f"; secondary: shares {x[1]} models with {x[0]}, not in the study's family"
-            )
+    evidence = [str(r["evidence"]) + _overlap_note(x) for r, x in zip(recs, o, strict=True)]
+    fam = [i for i, x in enumerate(o) if x is None]
     if fam:
-        seeds = [[split_seeds(recs[i].get(c)) for c in ("p_seeds", "low_seeds", "high_seeds")]
-                 for i in fam]  # fmt: skip
-        n_seeds = min(len(s[0]) for s in seeds)
-        runs = []
-        for s in range(max(n_seeds, 1)):
-            ps = np.array([seeds[k][0][s] if n_seeds else p[i] for k, i in enumerate(fam)])
-            b = pd.to_numeric(primary["B"].iloc[fam], errors="coerce").to_numpy(float)
-            hs, mcs = V.holm(ps), V.holm_mc_errors(ps, b)
-            if s == 0:
-                p_holm[fam] = hs
-            runs.append(
-                [
-                    _verdict(
-                        recs[i],
-                        V,
-                        p=float(ps[k]),
-                        p_holm=float(hs[k]),
-                        mc=float(mcs[k]),
-                        low=seeds[k][1][s] if n_seeds else None,
-                        high=seeds[k][2][s] if n_seeds else None,
-                    )
-                    for k, i in enumerate(fam)
-                ]
-            )
-        final, ok = V.stable_verdicts(runs)
+        p = pd.to_numeric(primary["p"], errors="coerce").to_numpy(float)
+        b = pd.to_numeric(primary["B"].iloc[fam], errors="coerce").to_numpy(float)
+        holm, words, ok, notes = _family([recs[i] for i in fam], p[fam], b)
+        p_holm[fam] = holm
         for k, i in enumerate(fam):
-            verdict[i] = final[k]
-            stable[i] = ("yes" if ok[k] else "no") if n_seeds else ""
-            if not ok[k]:
-                evidence[i] += "; verdict differs between bootstrap seeds: " + ", ".join(
-                    run[k] for run in runs
-                )
+            verdict[i], stable[i] = words[k], ok[k]
+            evidence[i] += notes[k]
     primary["p_holm"], primary["verdict"] = p_holm, verdict
     primary["verdict_stable"], primary["evidence"] = stable, evidence
     primary["replicated"] = ""
     return primary
 
 
-def _mark_replicated(primary: pd.DataFrame, groups: list[dict[str, Any]], V: Any) -> None:
-    """Set ``replicated`` (yes/no, module doc) per contrast of each group, in ``primary`` (its
-    rows of the group) and in the group's record, in place."""
-    for grp in groups:
-        reps = grp["replicates"]
-        for c in sorted(set(primary.loc[primary["group"] == grp["group"], "contrast"].dropna())):
-            words = [
-                primary.loc[(primary["folder"] == r) & (primary["contrast"] == c), "verdict"]
-                for r in reps
-            ]
-            same = [w.iloc[0] if len(w) else "" for w in words]
-            ok = same[0] in (V.BETTER, V.WORSE) and all(w == same[0] for w in same)
-            grp.setdefault("replicated", {})[c] = "yes" if ok else "no"
-            sel = (primary["group"] == grp["group"]) & (primary["contrast"] == c)
-            primary.loc[sel, "replicated"] = "yes" if ok else "no"
+def _overlap_note(x: tuple[Path, int] | None) -> str:
+    """What a secondary row's evidence adds: the family folder it shares models with."""
+    if x is None:
+        return ""
+    return f"; secondary: shares {x[1]} models with {x[0]}, not in the study's family"
+
+
+def _family(
+    recs: list[dict[str, Any]], p: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+    """The family rows under each bootstrap seed their folders recorded (``verdicts.over_seeds``;
+    the reported p alone when a folder recorded no seeds): seed 0's Holm figures, the verdicts,
+    ``verdict_stable`` (yes, no; empty without seeds) and what to add to each row's evidence."""
+    seeds = [[split_seeds(r.get(c)) for c in ("p_seeds", "low_seeds", "high_seeds")] for r in recs]
+    n_seeds = min(len(s[0]) for s in seeds)
+    per_seed = [
+        [seeds[k][0][s] if n_seeds else p[k] for k in range(len(recs))]
+        for s in range(max(n_seeds, 1))
+    ]
+
+    def word(s: int, k: int, p_s: float, p_holm: float, mc: float) -> str:
+        return _verdict(
+            recs[k],
+            p=p_s,
+            p_holm=p_holm,
+            mc=mc,
+            low=seeds[k][1][s] if n_seeds else None,
+            high=seeds[k][2][s] if n_seeds else None,
+        )
+
+    holm, runs = V.over_seeds(per_seed, b, word)
+    final, ok = V.stable_verdicts(runs)
+    stable = [("yes" if x else "no") if n_seeds else "" for x in ok]
+    notes = ["" if x else f"; {V.seeds_differ(runs, k)}" for k, x in enumerate(ok)]
+    return holm, final, stable, notes
 
 
 def _verdict(
     r: dict[str, Any],
-    V: Any,
     *,
     p: float,
     p_holm: float,
@@ -477,8 +366,6 @@ def _verdict(
     ``p_holm`` and that figure's Monte Carlo error ``mc``, the seed's interval; default the
     row's): the folder's "insufficient evidence" and "not comparable" stand; otherwise the
     verdict rules."""
-    import math
-
     if r["folder_verdict"] in (V.INSUFFICIENT, V.NOT_COMPARABLE):
         return str(r["folder_verdict"])
     lo = r["low"] if low is None else low

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from specbound.errors import SpecboundError
-from specbound.studies.multizoo import study
+from specbound.studies.correlate.multizoo import study
 from tests.support.cli_runner import run_cli
 
 CONTRASTS = [
@@ -312,7 +312,7 @@ def test_tampered_correlate_json_and_models_csv_are_one_line(tmp_path):
     ],
 )
 def test_separates_by_table(key, a, b, steps_a, steps_b, separate):
-    from specbound.studies.independence import separates
+    from specbound.studies.protocol.independence import separates
 
     assert separates(key, a, b, steps_a, steps_b) is separate
     assert separates(key, b, a, steps_b, steps_a) is separate
