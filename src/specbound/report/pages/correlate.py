@@ -1,8 +1,8 @@
 """The report page of ``specbound correlate`` (SPEC 10, protocol v3): figures/ and report.html.
 
 The tables and correlate.json are the result's own (``Correlation.to_dir``); this page is added
-to the same atomic write through ``extra``: ``result.to_dir(out, extra=correlation_page(result,
-out))``.
+to the same atomic write through ``extra``: ``page = correlation_page(result, out)``, then
+``result.to_dir(out, extra=lambda tmp: io.files.write_report_page(tmp, page(tmp)))``.
 
 Protocol v3: right after the lead, the primary contrasts P1-P3 (differences.csv, family
 primary) with delta, interval, p, p_holm, verdict and evidence, and the grid's configurations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecboundError
+from ...io.files import write_report_page
 from ...io.readback import read_zoo_json
 from ...naming import display_names
 from ...studies import answer as answer_words
@@ -50,6 +51,7 @@ __all__ = [
     "color_axis",
     "correlation_page",
     "lead_clause",
+    "page_text",
     "report_html",
     "write_correlation",
     "write_page",
@@ -215,38 +217,27 @@ def _rank(rows: dict[str, Any], name: str, st: str = "kendall_tau") -> str:
     return f"{place}{suffix} of {len(vals)} measures by τ"
 
 
-def answer_context(
-    result: Correlation, study_href: str | None = None, study: pd.DataFrame | None = None
-) -> dict[str, Any]:
-    """What the opening says (templates/_correlate_answer.html): the primary contrasts first
-    (``studies.answer.primary_lead``, the bold lead), with the study's verdict of each row when
-    ``study`` (its rows of this folder) is given; then the tool's own proxy (its interval in
-    SPEC 10's words and its rank among the measures), every measure's verdict, established
-    differences, the rank ceiling, the zoo's counts."""
+def own_lead(rows: dict[str, Any]) -> str | None:
+    """The tool's own proxy in SPEC 10's words: its τ interval (:func:`predicts`), its rank
+    among the measures and, with several n, τ at fixed n; None when it was not measured."""
+    if OWN not in rows:
+        return None
+    r = rows[OWN]
+    lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')}"
+    rank = _rank(rows, OWN)
+    lead += f", {rank})" if rank else ")"
+    if math.isnan(as_float(r.get("tau_fixed_n"))):
+        return lead + "; τ at fixed n is n/a (one n)"
+    lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
+    return lead + f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
+
+
+def best_rows(result: Correlation, rows: dict[str, Any]) -> list[dict[str, str]]:
+    """The measure with the largest Ψ and the one with the largest τ, each with its
+    exploratory paired differences and what they establish (:func:`lead_clause`), and whether
+    it holds sample size."""
     c = result.correlation
-    rows = {str(r["measure"]): r for r in c.to_dict("records")}
-    prim = primary_rows(result, study)
-    lead = None
-    if OWN in rows:
-        r = rows[OWN]
-        lead = f"{OWN} {predicts(r)} ({_stat(r, 'kendall_tau', 'τ')}"
-        rank = _rank(rows, OWN)
-        lead += f", {rank})" if rank else ")"
-        if math.isnan(as_float(r.get("tau_fixed_n"))):
-            lead += "; τ at fixed n is n/a (one n)"
-        else:
-            lead += f"; at fixed n it {predicts(r, 'tau_fixed_n').replace(' here', '')} "
-            lead += f"({_stat(r, 'tau_fixed_n', 'τ_n')})"
-    rc = getattr(result, "rank_ceiling", None) or {}
-    measures = [
-        (
-            name,
-            _verdict(r, result.axes),
-            f"{_stat(r, 'kendall_tau', 'τ')}; {_stat(r, 'psi', 'Ψ')}",
-        )
-        for name, r in rows.items()
-    ]
-    best_rows = []
+    out = []
     for st, label in (("psi", "granulated Kendall Ψ"), ("kendall_tau", "Kendall τ")):
         if st not in c.columns or not c[st].map(as_float).notna().any():
             continue
@@ -255,18 +246,27 @@ def answer_context(
         text = f"{_stat(rows[best], st, label.split()[-1])}; the largest point value"
         if said:
             text += "; exploratory paired differences (BH q-values): " + "; ".join(said)
-        text += lead_clause(said)
-        if best.endswith("sqrt_n") or best == "sample_size_only":
-            text += (
-                "; it contains sample size (a -1/2 log10 n term), so part of its rank is n's"
-                if best != "sample_size_only"
-                else "; it is sample size alone, not a property of the weights"
-            )
-        best_rows.append({"label": label, "measure": best, "text": text})
+        text += lead_clause(said) + sample_size_clause(best)
+        out.append({"label": label, "measure": best, "text": text})
+    return out
+
+
+def sample_size_clause(measure: str) -> str:
+    """What a measure holding sample size adds to its rank ("" for the others)."""
+    if measure == "sample_size_only":
+        return "; it is sample size alone, not a property of the weights"
+    if measure.endswith("sqrt_n"):
+        return "; it contains sample size (a -1/2 log10 n term), so part of its rank is n's"
+    return ""
+
+
+def zoo_sentence(result: Correlation) -> str:
+    """The zoo's counts: models used, failed and unconverged, configurations, the gap, the
+    axes."""
     used, listed = len(result.models), result.n_listed
     failed = len(result.skipped) - result.n_unconverged
     conv = "kept" if result.include_unconverged else "excluded"
-    zoo = (
+    return (
         f"{used:,} of {listed:,} models used ({failed:,} failed or had no metrics; "
         f"{result.n_unconverged:,} unconverged, {conv}); "
         f"{getattr(result, 'n_configurations', 0) or 'unknown'} configurations; gap = "
@@ -277,12 +277,32 @@ def answer_context(
         )
         + f"; axes: {', '.join(result.axes) or 'none'} (seed is a replicate unless named)."
     )
-    unconverged = result.n_unconverged if not result.include_unconverged else 0
+
+
+def answer_context(
+    result: Correlation, study_href: str | None = None, study: pd.DataFrame | None = None
+) -> dict[str, Any]:
+    """What the opening says (templates/_correlate_answer.html): the primary contrasts first
+    (``studies.answer.primary_lead``, the bold lead), with the study's verdict of each row when
+    ``study`` (its rows of this folder) is given; then the tool's own proxy (its interval in
+    SPEC 10's words and its rank among the measures), every measure's verdict, established
+    differences, the rank ceiling, the zoo's counts."""
+    rows = {str(r["measure"]): r for r in result.correlation.to_dict("records")}
+    prim = primary_rows(result, study)
+    rc = getattr(result, "rank_ceiling", None) or {}
+    measures = [
+        (
+            name,
+            _verdict(r, result.axes),
+            f"{_stat(r, 'kendall_tau', 'τ')}; {_stat(r, 'psi', 'Ψ')}",
+        )
+        for name, r in rows.items()
+    ]
     return {
         "scope": scope_sentence(result),
         "study_href": study_href,
         "confound": confound_sentence(result, rows),
-        "lead": lead,
+        "lead": own_lead(rows),
         "primary_lead": answer_words.primary_lead(prim),
         "primary": prim,
         "study_shown": study is not None and bool(prim),
@@ -290,9 +310,9 @@ def answer_context(
         "missing": [str(m) for m in getattr(result, "missing", []) or []],
         "rank_ceiling": rc.get("statement"),
         "measures": measures,
-        "best": best_rows,
-        "zoo": zoo,
-        "unconverged": unconverged,
+        "best": best_rows(result, rows),
+        "zoo": zoo_sentence(result),
+        "unconverged": result.n_unconverged if not result.include_unconverged else 0,
     }
 
 
@@ -439,6 +459,27 @@ def study_page(out: Path) -> str | None:
     return "../study/report.html" if there.is_file() and Path(out).name != "study" else None
 
 
+def page_text(
+    result: Correlation,
+    folder: str | Path,
+    *,
+    figures: bool = True,
+    siblings: Sequence[tuple[str, str]] = (),
+    figure_formats: str | Sequence[str] | None = None,
+    study_href: str | None = None,
+    study: pd.DataFrame | None = None,
+) -> str:
+    """The page of ``result`` (:func:`report_html`) with its figures drawn into
+    ``folder``/figures (unless ``figures`` is False; each in ``figure_formats``, SVG by
+    default): the text for ``folder``/report.html (``folder``: the result's folder being
+    written; the page links to the files beside it and ``siblings``), which
+    ``io.files.write_report_page`` writes."""
+    folder = Path(folder)
+    with writing_formats(figure_formats):
+        figs = correlation_figures(result, folder / "figures") if figures else []
+    return report_html(result, figs, folder, siblings, study_href, study)
+
+
 def write_page(
     result: Correlation,
     folder: str | Path,
@@ -448,16 +489,19 @@ def write_page(
     figure_formats: str | Sequence[str] | None = None,
     study_href: str | None = None,
     study: pd.DataFrame | None = None,
-) -> None:
-    """Write figures/ (unless ``figures`` is False; each in ``figure_formats``, SVG by default)
-    and report.html into ``folder`` (the result's folder being written; the page links to the
-    files beside it and ``siblings``)."""
-    folder = Path(folder)
-    with writing_formats(figure_formats):
-        figs = correlation_figures(result, folder / "figures") if figures else []
-    (folder / "report.html").write_text(
-        report_html(result, figs, folder, siblings, study_href, study), encoding="utf-8"
+) -> Path:
+    """Figures/ and report.html in ``folder``: :func:`page_text`'s text written by
+    ``io.files.write_report_page``."""
+    text = page_text(
+        result,
+        folder,
+        figures=figures,
+        siblings=siblings,
+        figure_formats=figure_formats,
+        study_href=study_href,
+        study=study,
     )
+    return write_report_page(folder, text)
 
 
 def correlation_page(
@@ -467,14 +511,17 @@ def correlation_page(
     siblings: Sequence[tuple[str, str]] = (),
     *,
     figure_formats: str | Sequence[str] | None = None,
-) -> Callable[[Path], None]:
-    """The ``extra`` of ``result.to_dir(out, extra=...)`` that adds the report page: figures/
-    and report.html, linking to the pages beside ``out`` (``sibling_pages``, found now, before
-    the write) unless ``siblings`` are given, with the study's verdict of each primary row when
-    the study's folder sits beside ``out`` (:func:`study_of`)."""
+) -> Callable[[Path], str]:
+    """The page of ``result`` for the folder being written to ``out``: a function of that
+    folder (the ``tmp`` of ``result.to_dir(out, extra=...)``) that draws the figures there and
+    returns the text of its report.html (:func:`page_text`), for ``io.files.write_report_page``
+    to write: ``result.to_dir(out, extra=lambda tmp: write_report_page(tmp, page(tmp)))``. The
+    page links to the pages beside ``out`` (``sibling_pages``, found now, before the write)
+    unless ``siblings`` are given, with the study's verdict of each primary row when the
+    study's folder sits beside ``out`` (:func:`study_of`)."""
     pages = list(siblings) or sibling_pages(Path(out))
     return functools.partial(
-        write_page,
+        page_text,
         result,
         figures=figures,
         siblings=pages,
@@ -493,7 +540,8 @@ def write_correlation(
     figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
     """Write the result's tables and correlate.json, figures/ and report.html into ``out`` in
-    one atomic write: ``result.to_dir(out, extra=correlation_page(result, out, ...))``;
+    one atomic write (what ``specbound correlate`` does): ``result.to_dir(out, extra=...)``
+    with :func:`correlation_page`'s text written by ``io.files.write_report_page``;
     ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
-    extra = correlation_page(result, out, figures, siblings, figure_formats=figure_formats)
-    return result.to_dir(out, extra=extra)
+    text = correlation_page(result, out, figures, siblings, figure_formats=figure_formats)
+    return result.to_dir(out, extra=lambda tmp: write_report_page(tmp, text(tmp)))
