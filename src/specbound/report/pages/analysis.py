@@ -3,8 +3,9 @@ its caveats (rank ceiling, proxies are not bounds), then the figures, then the t
 
 Rendered from templates/analysis.html (the body: analysis_body.html, the answer:
 _analysis_answer.html), which escape every user-derived string; tables through ``html.table``.
-The numbers come from the analysis (``tables.type_shares``, ``tables.p_star_counts``); this
-module words and formats them.
+The numbers come from the analysis (``tables.type_shares``, ``tables.p_star_counts``,
+``tables.largest_terms``); this module words and formats them. :func:`analysis_page` returns
+the page; ``io.files.write_report_page`` writes it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 verdict sentences of ``studies.scale.verdict`` (two-point caveats, residual degrees of freedom,
 the rank ceiling, dominance, measures without a fit), then figures, then the tables.
 Rendered from templates/scale.html and _scale_answer.html; the numbers (ranges, shares) come
-from ``studies.scale.notes``; this module words and formats them."""
+from ``studies.scale.notes``; this module words and formats them. :func:`scale_page` returns
+the page (its figures drawn into the folder being written); ``io.files.write_report_page``
+writes it."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ sign convention of delta and the count of independent zoos; then the forest plot
 deltas (figures/study.py: family rows, secondary rows in their own panel), then the family table
 (with ``verdict_stable``), the secondary folders (the folder each overlaps, shared models), the
 replicate groups and the exploratory rows. The folder's tables and study.json are written by
-``studies.multizoo.Study.to_dir``; every number goes through :mod:`..numbers`."""
+``studies.multizoo.Study.to_dir``; :func:`study_page` returns the page, which
+``io.files.write_report_page`` writes. The rule of the verdict words and their numbers are the
+protocol's (``studies.answer.verdict_rule``); every number goes through :mod:`..numbers`."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ them from the milestones table: grokking phase, measures that moved at the test 
 instability and swings after the plateau, the rank-ceiling caveat); report/ only renders them.
 Then the metrics and mean p* panels, one panel per measure, the milestones and every
 row (paged). The rows and milestones are a ``studies.trajectory.Trajectory``, whose ``to_dir``
-writes the folder with :func:`write_report` (figures/, report.html) as ``extra``.
+writes the folder; :func:`trajectory_page` draws the figures into it and returns the page,
+which ``io.files.write_report_page`` writes (:func:`write_report` does both, as ``extra``).
 """
 
 from __future__ import annotations
