@@ -403,7 +403,7 @@ def test_object_column_of_numbers_is_right_aligned() -> None:
 
 
 def test_best_by_lead_needs_every_difference() -> None:
-    from specbound.report.pages.correlate import lead_clause
+    from specbound.report.pages.correlate_answer import lead_clause
 
     mixed = [
         "vs a on psi: delta +0.17 [-0.33, 0.50]: not shown",
@@ -417,7 +417,7 @@ def test_best_by_lead_needs_every_difference() -> None:
 
 
 def test_correlate_stats_never_minus_zero() -> None:
-    from specbound.report.pages.correlate import _stat
+    from specbound.report.pages.correlate_answer import _stat
 
     row = {"psi": -2.776e-17, "psi_low": -1.0, "psi_high": 0.5}
     assert _stat(row, "psi", "Ψ") == "Ψ 0.00 [-1.00, 0.50]"
