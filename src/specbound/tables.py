@@ -342,3 +342,20 @@ def p_star_counts(a: Analysis) -> list[tuple[float, int]]:
     """(p*, number of matrices that chose it) for every p* used, ascending."""
     used, counts = np.unique(a.details.p_star, return_counts=True)
     return [(float(p), int(n)) for p, n in zip(used, counts, strict=True)]
+
+
+#: Two contributions tie when their natural logs differ by at most this (relative 1e-9 in c*):
+#: matrices of one shape at p* = 0 all contribute sqrt(rank x N) up to rounding.
+TIE_LOG = 1e-9
+
+
+def largest_terms(a: Analysis) -> tuple[int, np.ndarray] | None:
+    """The matrix with the largest contribution c* (its index) and every matrix that ties with
+    it (within :data:`TIE_LOG` in log, itself included; more than one: no single matrix has
+    the largest term, and which one argmax names is a tie-break, not a finding); None without
+    matrices."""
+    logc = np.asarray(a.details.log_contribution, dtype=float)
+    if not logc.size:
+        return None
+    top = int(np.argmax(logc))
+    return top, np.nonzero(logc >= logc[top] - TIE_LOG)[0]

@@ -132,25 +132,26 @@ def test_file_added_to_earlier_output_is_refused(tmp_path, tiny):
     assert (out / "summary.json").is_file()
 
 
-def fast_report(analysis, d: Path) -> Path:
-    """Stands in for the matplotlib report (slow): report.html and a figure."""
+def fast_page(analysis, d: Path, *args, **kwargs) -> str:
+    """Stands in for the matplotlib page (slow): a figure, and the page's text (which the CLI
+    writes to report.html through io)."""
     (d / "figures").mkdir()
     (d / "figures" / "alpha.png").write_bytes(b"png")
-    (d / "report.html").write_text(f"<html>{analysis.model}</html>")
-    return d / "report.html"
+    return f"<html>{analysis.model}</html>"
 
 
 def test_earlier_output_replaced_as_a_whole(tmp_path, models, monkeypatch, capsys):
     pytest.importorskip("matplotlib")  # needs the extra
-    import specbound.report
+    import specbound.report.pages.analysis
 
-    monkeypatch.setattr(specbound.report, "write_analysis_report", fast_report)
+    monkeypatch.setattr(specbound.report.pages.analysis, "analysis_page", fast_page)
     out = tmp_path / "o"
     code, _, err = run_main(
         monkeypatch, capsys, "analyze", str(models["m1"]), "--out", str(out), "--report", "-q"
     )
     assert code == 0, err
-    assert (out / "report.html").is_file() and (out / "figures").is_dir()
+    assert (out / "report.html").read_text() == f"<html>{models['m1']}</html>"
+    assert (out / "figures").is_dir()
     manifest = json.loads((out / MANIFEST).read_text())
     on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert sorted(manifest["files"] + [MANIFEST]) == on_disk

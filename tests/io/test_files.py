@@ -102,6 +102,39 @@ def test_atomic_file_refuses_fifo_device_and_dir_without_opening(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]
 
 
+def test_write_report_page_is_the_atomic_page_writer(tmp_path: Path) -> None:
+    """A page's text goes to FOLDER/report.html through atomic_file: UTF-8 exactly as given,
+    an earlier page replaced whole, no temp left; a report.html that is a folder is refused
+    and left alone."""
+    from specbound.errors import SpecboundError
+    from specbound.io.files import REPORT_PAGE, write_report_page
+
+    html = "<!doctype html><p>τ ≥ 0 — x&lt;script&gt;</p>\n"
+    path = write_report_page(tmp_path, html)
+    assert path == tmp_path / REPORT_PAGE == tmp_path / "report.html"
+    assert path.read_bytes() == html.encode("utf-8")
+    write_report_page(tmp_path, "second")
+    assert path.read_text(encoding="utf-8") == "second"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    other = tmp_path / "sub"
+    (other / "report.html").mkdir(parents=True)
+    with pytest.raises(SpecboundError, match="directory"):
+        write_report_page(other, html)
+    assert [p.name for p in (other / "report.html").iterdir()] == []
+
+
+def test_copy_file_copies_bytes_atomically(tmp_path: Path) -> None:
+    from specbound.io.files import copy_file
+
+    src = tmp_path / "claims.csv"
+    src.write_bytes(b"claim,text\r\nC1,\xc3\xa9\r\n")  # bytes kept: CRLF, UTF-8
+    copy_file(src, tmp_path / "out" / "claims.csv")
+    assert (tmp_path / "out" / "claims.csv").read_bytes() == src.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        copy_file(tmp_path / "absent.csv", tmp_path / "out" / "x.csv")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["claims.csv"]
+
+
 def test_atomic_file_temp_is_owner_marked_and_mode_follows_umask(tmp_path: Path) -> None:
     import hashlib
     import os

@@ -403,7 +403,7 @@ def test_object_column_of_numbers_is_right_aligned() -> None:
 
 
 def test_best_by_lead_needs_every_difference() -> None:
-    from specbound.report.pages.correlate import lead_clause
+    from specbound.report.pages.correlate_answer import lead_clause
 
     mixed = [
         "vs a on psi: delta +0.17 [-0.33, 0.50]: not shown",
@@ -417,7 +417,7 @@ def test_best_by_lead_needs_every_difference() -> None:
 
 
 def test_correlate_stats_never_minus_zero() -> None:
-    from specbound.report.pages.correlate import _stat
+    from specbound.report.pages.correlate_answer import _stat
 
     row = {"psi": -2.776e-17, "psi_low": -1.0, "psi_high": 0.5}
     assert _stat(row, "psi", "Ψ") == "Ψ 0.00 [-1.00, 0.50]"
@@ -741,3 +741,32 @@ def test_trajectory_contract_summary_and_to_dir(tmp_path: Path) -> None:
     assert (out / "report.html").is_file() and (out / "figures").is_dir()
     with pytest.raises(SpecboundError, match=r"^gap_kind must be one of"):
         read_trajectory(tmp_path / "run", "bogus")
+
+
+def test_pages_return_their_text_and_io_writes_it(tmp_path: Path) -> None:
+    """A page function draws its figures and returns the page; it writes no report.html
+    (issue 51: report/ renders, io writes). The folder's manifest lists the page that
+    io.files.write_report_page wrote, as it lists every file of the write."""
+    import json
+
+    from specbound.io import write_report_page
+    from specbound.report.pages.trajectory import trajectory_page
+    from specbound.studies.trajectory import read_trajectory
+
+    t = read_trajectory(_grokking_track(tmp_path / "run"))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    text = trajectory_page(t, bare)
+    assert text.lstrip().startswith("<!DOCTYPE html>") and "specbound trajectory" in text
+    assert not (bare / "report.html").exists() and (bare / "figures").is_dir()
+    written: list[str] = []
+
+    def extra(tmp: Path) -> None:
+        page = trajectory_page(t, tmp)
+        written.append(page)
+        write_report_page(tmp, page)
+
+    out = t.to_dir(tmp_path / "out", extra=extra)
+    assert (out / "report.html").read_text(encoding="utf-8") == written[0]
+    manifest = json.loads((out / ".specbound-manifest.json").read_text())
+    assert "report.html" in manifest["files"]

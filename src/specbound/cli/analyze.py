@@ -153,10 +153,11 @@ def analyze(
         stages.say(f"writing {short_path(out, 70)}")
         extra = None
         if report:
-            from ..report.pages.analysis import write_analysis_report
+            from ..io import write_report_page
+            from ..report.pages.analysis import analysis_page
 
             def extra(tmp: Path) -> None:  # the report joins the same atomic write
-                write_analysis_report(result, tmp, esd=esd, figure_formats=formats)
+                write_report_page(tmp, analysis_page(result, tmp, esd, figure_formats=formats))
 
         result.to_dir(out, extra=extra)
     if as_json:

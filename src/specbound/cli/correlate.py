@@ -119,7 +119,7 @@ def correlate(
     ray_address: RayAddress = None,
 ) -> None:
     """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
-    from ..io import check_output_dir
+    from ..io import check_output_dir, write_report_page
     from ..report.figures.style import require_matplotlib
     from ..report.pages.correlate import correlation_page
     from ..studies.correlate import correlate as run_correlate
@@ -203,7 +203,8 @@ def correlate(
     else:
         result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
         lost = list(result.data_failed)
-    result.to_dir(out, extra=correlation_page(result, out, figure_formats=formats))
+    page = correlation_page(result, out, figure_formats=formats)
+    result.to_dir(out, extra=lambda tmp: write_report_page(tmp, page(tmp)))
     clear_sweep_state(eng, out, result.skipped.empty)
     if as_json:
         print_json(result.cli_summary(out))

@@ -87,7 +87,8 @@ def reproduce(
         missing=missing,
     )
 
-    from ..report.pages.scale import detail_model, write_study
+    from ..io import write_report_page
+    from ..report.pages.scale import detail_model, scale_page
 
     big = detail_model(study)  # the paper's L=12, N=768; with a partial grid, the largest present
     if big is not None and (big.spec.num_layers, big.spec.hidden_size) != (12, 768) and not quiet:
@@ -97,7 +98,9 @@ def reproduce(
         )
     study.to_dir(
         out,
-        extra=lambda tmp: write_study(study, tmp, norm_scaling_layers=2, figure_formats=formats),
+        extra=lambda tmp: write_report_page(
+            tmp, scale_page(study, tmp, norm_scaling_layers=2, figure_formats=formats)
+        ),
     )
     clear_sweep_state(eng, out, not study.skipped)
     finish_study(study, out, quiet, as_json)

@@ -172,8 +172,12 @@ def scale(
         cache=not no_cache,
         **({"prefix": prefix} if prefix is not None else {}),
     )
-    from ..report.pages.scale import write_study
+    from ..io import write_report_page
+    from ..report.pages.scale import scale_page
 
-    study.to_dir(out, extra=lambda tmp: write_study(study, tmp, figure_formats=formats))
+    study.to_dir(
+        out,
+        extra=lambda tmp: write_report_page(tmp, scale_page(study, tmp, figure_formats=formats)),
+    )
     clear_sweep_state(eng, out, not study.skipped)
     finish_study(study, out, quiet, as_json)

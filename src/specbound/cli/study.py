@@ -70,8 +70,9 @@ def study(
     """Protocol v4 over several correlate folders: every primary contrast of every zoo, Holm
     over those of the independent zoos (folders sharing trained models are secondary),
     replicated only where each replicate alone shows it (SPEC 10)."""
-    from ..io import check_output_dir
-    from ..report.pages.study import write_report
+    from ..io import check_output_dir, write_report_page
+    from ..io.files import copy_file
+    from ..report.pages.study import study_page
     from ..studies.correlate.multizoo import study as run_study
 
     groups = [parse_group(g) for g in replicates or []]
@@ -89,11 +90,18 @@ def study(
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"--answer {answer}: cannot read it as UTF-8 text ({type(exc).__name__})")
     result = run_study(folders or [], groups)
+    rows = None
     if claims is not None:
         from ..studies.readback import read_claims_csv
 
-        read_claims_csv(claims)  # refused before anything is written
-    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, text, claims=claims))
+        rows = read_claims_csv(claims)  # refused before anything is written
+
+    def extra(tmp: Path) -> None:  # the claims and the page join the same atomic write
+        if claims is not None:
+            copy_file(claims, tmp / "claims.csv")
+        write_report_page(tmp, study_page(result, tmp, text, claims=rows))
+
+    result.to_dir(out, extra=extra)
     if as_json:
         print_json({"out": str(out), **result.summary()})
     elif not quiet:

@@ -32,9 +32,9 @@ def trajectory_command(
     figure_formats: FigureFormats = "svg",
 ) -> None:
     """Measures recorded during training against step, with the generalization gap."""
-    from ..io import check_output_dir
+    from ..io import check_output_dir, write_report_page
     from ..report.figures.style import require_matplotlib
-    from ..report.pages.trajectory import write_report
+    from ..report.pages.trajectory import trajectory_page
     from ..studies.trajectory import read_trajectory
 
     formats = check_figure_formats(figure_formats)
@@ -42,7 +42,12 @@ def trajectory_command(
     check_output_dir(out, inputs=[track / "track.csv", track / "track.json"])
     result = read_trajectory(track, gap)  # the input checked (cheap) before the extra
     require_matplotlib()
-    result.to_dir(out, extra=lambda tmp: write_report(result, tmp, figure_formats=formats))
+    result.to_dir(
+        out,
+        extra=lambda tmp: write_report_page(
+            tmp, trajectory_page(result, tmp, figure_formats=formats)
+        ),
+    )
     if as_json:
         print_json({"report": str(out / "report.html"), **result.summary()})
         return

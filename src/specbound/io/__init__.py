@@ -1,7 +1,8 @@
 """Everything specbound reads from or writes to disk, one job per module.
 
 - ``files``: file and JSON guards (regular files only, bounded reads, duplicate keys refused),
-  strict JSON out (no NaN/Infinity), atomic single-file writes.
+  strict JSON out (no NaN/Infinity), atomic single-file writes (a page report/ rendered:
+  ``write_report_page``).
 - ``safetensors``: the safetensors reader (whole header validated before any offset is used).
 - ``torch_files``: ``pytorch_model.bin`` without torch, tensors memory-mapped and read lazily;
   ``torch_layout``: where its storages lie (zip format, legacy format); ``torch_pickle``: its
@@ -21,7 +22,14 @@ report, cli, engines). The names below are those the former ``specbound/io.py`` 
 from __future__ import annotations
 
 from .codec import RecordError, read_record, write_record
-from .files import atomic_file, atomic_write_text, dumps_json, json_safe, write_json
+from .files import (
+    atomic_file,
+    atomic_write_text,
+    dumps_json,
+    json_safe,
+    write_json,
+    write_report_page,
+)
 from .outdir import MANIFEST, TMP_MARKER, atomic_dir, check_output_dir, output_dir, sweep_stale
 
 __all__ = [
@@ -39,4 +47,5 @@ __all__ = [
     "sweep_stale",
     "write_json",
     "write_record",
+    "write_report_page",
 ]

@@ -11,7 +11,8 @@ a value may lie beyond float64 the caller keeps its log10 beside it (SPEC 6). Ev
 written by :func:`write_csv` / :func:`csv_text`: floats in the shortest form that reads back to
 the same float64 (``0.8``, not ``0.80000000000000004``).
 :func:`atomic_file` and :func:`atomic_write_text` write a temp file beside the target and rename
-it over the target.
+it over the target; :func:`write_report_page` writes a page's text (report/ renders pages and
+writes none), :func:`copy_file` copies an input into an output folder.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import mmap
 import os
 import re
 import secrets
+import shutil
 import socket
 import stat
 import sys
@@ -514,3 +516,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """``text`` (UTF-8) written to ``path`` through :func:`atomic_file`."""
     with atomic_file(path, "w") as fh:
         fh.write(text)
+
+
+#: The page of a results folder: report/ renders its text, :func:`write_report_page` writes it.
+REPORT_PAGE = "report.html"
+
+
+def write_report_page(folder: str | os.PathLike[str], html: str) -> Path:
+    """Write ``html``, a page report/ rendered, to ``folder``/report.html through
+    :func:`atomic_write_text` (the one writer of a page); returns its path."""
+    path = Path(folder) / REPORT_PAGE
+    atomic_write_text(path, html)
+    return path
+
+
+def copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy ``src`` byte for byte to ``dst`` through :func:`atomic_file` (an input a folder
+    keeps beside its results, e.g. a study's claims.csv)."""
+    with open(src, "rb") as fin, atomic_file(dst) as fout:
+        shutil.copyfileobj(fin, fout)

@@ -189,6 +189,23 @@ def _numeric_column(col: pd.Series, is_numeric_dtype: Any) -> bool:
     )
 
 
+def _cell(
+    v: Any, format_: Callable[[Any], str], empty: str, text: bool, log10: Any
+) -> dict[str, Any]:
+    """One cell of :func:`table`: its sort key (``raw``), its text (``shown``: ``format_``;
+    ``empty`` when undefined; :data:`BEYOND` when it overflowed, its ``log10`` beyond float64)
+    and whether it is text (path-scrubbed)."""
+    raw, shown = _sort_key(v), format_(v)
+    if is_undefined(v):  # an empty cell: empty text, or "n/a" for a number
+        shown = empty
+    if _beyond_float64(v, log10):  # missing because it overflowed
+        raw, shown = "Infinity", BEYOND
+    if text:
+        shown = scrub_paths(shown)
+        raw = scrub_paths(raw)
+    return {"raw": raw, "shown": shown, "txt": text}
+
+
 def key_columns_first(df: pd.DataFrame, first: Sequence[str]) -> pd.DataFrame:
     """``df`` with the columns of ``first`` that it has moved to the front, in that order."""
     lead = [c for c in first if c in df.columns]
@@ -229,7 +246,7 @@ def table(
         c: own.get(str(c)) or (fmt if c in text_cols else column_format(str(c), list(df[c])))
         for c in cols
     }
-    missing = missing or {}
+    empty = {c: (missing or {}).get(c, "" if c in text_cols else NOT_APPLICABLE) for c in cols}
     head = [
         {
             "name": str(c),
@@ -240,19 +257,13 @@ def table(
     ]
     rows = []
     for row in df.itertuples(index=False):
-        cells = []
         logs = dict(zip(cols, row, strict=True))
-        for c, v in zip(cols, row, strict=True):
-            raw, shown = _sort_key(v), formats[c](v)
-            if is_undefined(v):  # an empty cell: empty text, or "n/a" for a number
-                shown = missing.get(c, "" if c in text_cols else NOT_APPLICABLE)
-            if _beyond_float64(v, logs.get(f"log10_{c}")):  # missing because it overflowed
-                raw, shown = "Infinity", BEYOND
-            if c in text_cols:
-                shown = scrub_paths(shown)
-                raw = scrub_paths(raw)
-            cells.append({"raw": raw, "shown": shown, "txt": c in text_cols})
-        rows.append(cells)
+        rows.append(
+            [
+                _cell(v, formats[c], empty[c], c in text_cols, logs.get(f"log10_{c}"))
+                for c, v in zip(cols, row, strict=True)
+            ]
+        )
     paged = page_size is not None and len(df) > page_size
     return render(
         "_table.html",

@@ -18,6 +18,9 @@ end is applied:
 - :func:`predicts`: a statistic's interval in SPEC 10's words ("predicts the gap" only when the
   interval lies above 0).
 - :func:`primary_lead`: a folder's primary rows in one sentence, the opening of its page.
+- :func:`verdict_rule`: the primary contrasts and when a row is better or worse, in words, from
+  the protocol's own constants (``studies.protocol.verdicts``: alpha, the Monte Carlo margin,
+  the bootstrap seeds).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..io.readback import Column, read_table
 from . import readback as R
-from .protocol.verdicts import BETTER, VERDICTS, WORSE
+from .protocol.verdicts import ALPHA, BETTER, BORDERLINE_MC_ERRORS, SEEDS, VERDICTS, WORSE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -250,3 +253,16 @@ def proxy_statistics(folders: list[str], measures: tuple[str, ...] = (OWN, NORM)
                     row[st + suffix] = r.get(st + suffix, math.nan)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def verdict_rule() -> str:
+    """The primary contrasts and the rule of their verdict words (protocol v4), with the
+    protocol's own numbers (``verdicts.ALPHA``, ``BORDERLINE_MC_ERRORS``, ``SEEDS``)."""
+    return (
+        "Primary contrasts P1 spectrum_adaptive − norm_based, P2 spectrum_adaptive − "
+        "num_parameters, P3 norm_based − num_parameters (or A1-A3 on τ_arch for a zoo designed "
+        f"for it). A row is better or worse only when its p_holm is below {ALPHA:g}, its 95% "
+        f"interval excludes 0, p_holm is not within {BORDERLINE_MC_ERRORS:g} Monte Carlo errors "
+        f"of {ALPHA:g} and the verdict is the same under {SEEDS} bootstrap seeds "
+        "(verdict_stable)."
+    )

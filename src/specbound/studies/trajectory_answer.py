@@ -14,7 +14,7 @@ import numpy as np
 
 from ..track import half_change_step
 from .gap import resolve_gap
-from .trajectory import FLAT_TOL, PLATEAU, Phase, grokking_phase, plateau
+from .trajectory import FLAT_TOL, NET_TOL, PLATEAU, Phase, grokking_phase, plateau
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -228,3 +228,15 @@ def answer_sentences(df: pd.DataFrame, ms: pd.DataFrame) -> list[str]:
     out += [s for s in later if s]
     out.append(ONE_NUMBER_CAVEAT)
     return out
+
+
+def half_change_rule() -> str:
+    """What the milestones' half-change step is, with the thresholds of
+    ``studies.trajectory.movement`` (:data:`~specbound.studies.trajectory.NET_TOL`,
+    :data:`~specbound.studies.trajectory.FLAT_TOL`) under which a series does not move."""
+    return (
+        "Half-change step: the first step at which a series had covered half of "
+        "its net change from the first to the last evaluation; undefined when the series "
+        f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
+        f"below {FLAT_TOL:g} of its size)."
+    )

@@ -571,7 +571,7 @@ def _two_axis_result(df, tabs, measures):
 
 
 def test_report_answer_names_best_and_failures():
-    from specbound.report.pages.correlate import answer_html
+    from specbound.report.pages.correlate_answer import answer_html
 
     rng = np.random.default_rng(0)
     theta = [(a, b) for a in range(4) for b in range(5)]
@@ -626,7 +626,7 @@ def test_correlate_with_stub_analyzer(tmp_path):
 def test_report_says_when_the_best_measure_contains_sample_size():
     """Issue 21: a `_per_sqrt_n` measure that wins does so partly through the -1/2 log10 n it
     contains; the page says so next to the crown (and says nothing for a weight-only winner)."""
-    from specbound.report.pages.correlate import answer_html
+    from specbound.report.pages.correlate_answer import answer_html
 
     rng = np.random.default_rng(0)
     theta = [(a, b) for a in range(4) for b in range(5)]

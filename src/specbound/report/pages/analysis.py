@@ -3,8 +3,9 @@ its caveats (rank ceiling, proxies are not bounds), then the figures, then the t
 
 Rendered from templates/analysis.html (the body: analysis_body.html, the answer:
 _analysis_answer.html), which escape every user-derived string; tables through ``html.table``.
-The numbers come from the analysis (``tables.type_shares``, ``tables.p_star_counts``); this
-module words and formats them.
+The numbers come from the analysis (``tables.type_shares``, ``tables.p_star_counts``,
+``tables.largest_terms``); this module words and formats them. :func:`analysis_page` returns
+the page; ``io.files.write_report_page`` writes it.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import Param, SpecboundError
+from ...io.files import write_report_page
 from ...measures import MEASURES
 from ...naming import display_name
-from ...tables import p_star_counts, type_shares
+from ...tables import largest_terms, p_star_counts, type_shares
 from ..figures import analysis as F
 from ..figures.analysis import head_grids, heatmap_summary
 from ..figures.htsr import ESD_CHOICES
@@ -120,11 +122,6 @@ def measures_table(a: Analysis) -> pd.DataFrame | None:
     return pd.DataFrame(rows, columns=["measure", "value", "description", "note"])
 
 
-#: Two contributions tie when their natural logs differ by at most this (relative 1e-9 in c*):
-#: matrices of one shape at p* = 0 all contribute sqrt(rank x N) up to rounding.
-TIE_LOG = 1e-9
-
-
 def _where(a: Analysis, i: int) -> str:
     s = a.spectra
     head = int(s.head[i])
@@ -132,15 +129,15 @@ def _where(a: Analysis, i: int) -> str:
 
 
 def largest_term_sentence(a: Analysis) -> str:
-    """Which single matrix contributes most, or, when several tie for the largest c* (within
-    :data:`TIE_LOG` in log), how many tie at which value and of which types: a tie-break is
-    not a finding."""
+    """Which single matrix contributes most, or, when several tie for the largest c*
+    (``tables.largest_terms``), how many tie at which value and of which types: a tie-break
+    is not a finding."""
     d, s = a.details, a.spectra
     logc = np.asarray(d.log_contribution, dtype=float)
-    if not logc.size:
+    largest = largest_terms(a)
+    if largest is None:
         return ""
-    top = int(np.argmax(logc))
-    tied = np.nonzero(logc >= logc[top] - TIE_LOG)[0]
+    top, tied = largest
     if tied.size > 1:
         types = sorted({MATRIX_TYPES[int(s.matrix_type[i])] for i in tied}, key=MATRIX_TYPES.index)
         ps = sorted({float(d.p_star[i]) for i in tied})
@@ -262,18 +259,20 @@ def analysis_sections(
     return [render("analysis_body.html", **analysis_context(a, figs, notes, out_dir))]
 
 
-def write_analysis_report(
+def analysis_page(
     analysis: Analysis,
     out_dir: str | Path,
     esd: str = "worst",
     *,
     figure_formats: str | Sequence[str] | None = None,
-) -> Path:
-    """Write figures/ and report.html for one model into ``out_dir`` (call it inside
-    ``io.output_dir``, e.g. as ``Analysis.to_dir(out, extra=...)``, so that the report and the
-    CSVs are one atomic write). ``esd``: ``all`` | ``worst`` | ``none``: the raw weights whose
-    ESD with its power-law fit is drawn (``none`` also drops the HTSR-alpha-per-layer plot).
-    ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
+) -> str:
+    """The page of one model (templates/analysis.html), its figures drawn into
+    ``out_dir``/figures (the folder being written, e.g. the ``tmp`` of ``Analysis.to_dir(out,
+    extra=...)``; the page links the files beside it): the text for ``out_dir``/report.html,
+    which ``io.files.write_report_page`` writes. ``esd``: ``all`` | ``worst`` | ``none``: the
+    raw weights whose ESD with its power-law fit is drawn (``none`` also drops the
+    HTSR-alpha-per-layer plot). ``figure_formats``: the files of each figure (``"svg"`` by
+    default; e.g. ``"png,pdf"``)."""
     if esd not in ESD_CHOICES:
         raise SpecboundError(Param("esd"), f" must be one of {', '.join(ESD_CHOICES)}, got {esd!r}")
     formats = check_formats(figure_formats)
@@ -284,11 +283,25 @@ def write_analysis_report(
     notes = []
     if esd != "none" and not any(f.name.startswith("esd") for f in figs):
         notes.append("No ESD figure: no raw weight matrix has the 20 eigenvalues a fit needs.")
-    html_text = page(
+    return page(
         f"specbound report: {display_name(analysis.model)}",
         docs=("analyze", "measures", "weightwatcher"),
         template="analysis.html",
         **analysis_context(analysis, figs, notes, out_dir),
     )
-    (out_dir / "report.html").write_text(html_text, encoding="utf-8")
-    return out_dir / "report.html"
+
+
+def write_analysis_report(
+    analysis: Analysis,
+    out_dir: str | Path,
+    esd: str = "worst",
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Path:
+    """Figures/ and report.html for one model in ``out_dir``: :func:`analysis_page`'s text
+    written by ``io.files.write_report_page`` (what ``analyze --report`` does inside
+    ``Analysis.to_dir(out, extra=...)``, so that the report and the CSVs are one atomic
+    write)."""
+    return write_report_page(
+        out_dir, analysis_page(analysis, out_dir, esd, figure_formats=figure_formats)
+    )

@@ -2,7 +2,9 @@
 verdict sentences of ``studies.scale.verdict`` (two-point caveats, residual degrees of freedom,
 the rank ceiling, dominance, measures without a fit), then figures, then the tables.
 Rendered from templates/scale.html and _scale_answer.html; the numbers (ranges, shares) come
-from ``studies.scale.notes``; this module words and formats them."""
+from ``studies.scale.notes``; this module words and formats them. :func:`scale_page` returns
+the page (its figures drawn into the folder being written); ``io.files.write_report_page``
+writes it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...io.files import write_report_page
 from ...measures import measure_names
 from ...naming import display_name, display_names, natural_key
 from ...studies.scale import notes as N
@@ -61,33 +64,39 @@ def share_text(share: float) -> str:
     return percent(share)
 
 
-def answer_context(study: Study) -> dict[str, Any]:
-    """What the opening says (templates/_scale_answer.html): the verdict sentences (answer
-    first), the notes, the caveat, then the ranges (``studies.scale.notes``)."""
-    m, g = study.models, study.growth
-    verdicts = []
-    notes: list[str] = []
-    if len(m) and not g.empty:
-        for axis, sym, osym in (("hidden_size", "N", "L"), ("num_layers", "L", "N")):
-            v = V.growth_verdict(g, axis)
-            said = [] if v is None else [v.sentence, *v.interaction]
-            c = V.ceiling_verdict(m, g, axis)
-            said += [c] if c else []
-            if said:
-                verdicts.append({"sym": sym, "other": osym, "text": " ".join(said)})
-    if len(m):
-        low = V.low_df_note(g) if not g.empty else None
-        lines = (
-            N.ceiling_count(m),
-            N.training_note(m),
-            N.dominance_note(m),
-            low,
-            *N.measure_notes(m, g),
-        )
-        notes = [line for line in lines if line]
+def verdict_rows(m: pd.DataFrame, g: pd.DataFrame) -> list[dict[str, str]]:
+    """The verdict sentences per axis (``studies.scale.verdict``: growth, interaction, rank
+    ceiling), N first, then L; axes with nothing to say are left out."""
+    rows = []
+    for axis, sym, osym in (("hidden_size", "N", "L"), ("num_layers", "L", "N")):
+        v = V.growth_verdict(g, axis)
+        said = [] if v is None else [v.sentence, *v.interaction]
+        c = V.ceiling_verdict(m, g, axis)
+        said += [c] if c else []
+        if said:
+            rows.append({"sym": sym, "other": osym, "text": " ".join(said)})
+    return rows
+
+
+def study_notes(m: pd.DataFrame, g: pd.DataFrame) -> list[str]:
+    """The notes under the verdicts (``studies.scale.notes``: rank ceiling count, training,
+    dominance, low residual degrees of freedom, measures)."""
+    low = V.low_df_note(g) if not g.empty else None
+    lines = (
+        N.ceiling_count(m),
+        N.training_note(m),
+        N.dominance_note(m),
+        low,
+        *N.measure_notes(m, g),
+    )
+    return [line for line in lines if line]
+
+
+def range_sentences(m: pd.DataFrame) -> list[str]:
+    """log10 B's range per proxy (``studies.scale.notes.proxy_range``), in words."""
     ranges = []
     for proxy, label in (("spectrum_adaptive", "spectrum-adaptive"), ("norm_based", "norm-based")):
-        r = N.proxy_range(m, proxy) if len(m) else None
+        r = N.proxy_range(m, proxy)
         if r is None:
             continue
         lo, hi, n_undefined = r
@@ -98,36 +107,54 @@ def answer_context(study: Study) -> dict[str, Any]:
                 f"log10 B of the {label} proxy ranges from {lo:.3f} to {hi:.3f}"
                 + (f" ({n_undefined} models beyond float64: undefined)." if n_undefined else ".")
             )
-    choice = None
+    return ranges
+
+
+def choice_sentence(m: pd.DataFrame) -> str | None:
+    """Which p the matrices picked (``studies.scale.notes.share_p0_range``): every one p* = 0
+    (the rank ceiling) or the range of the share p*=0; None without it."""
     sr = N.share_p0_range(m)
-    if sr is not None and sr[0] == 1.0:
-        choice = (
+    if sr is None:
+        return None
+    if sr[0] == 1.0:
+        return (
             "every matrix of every model picked p* = 0 "
             f"(share p*=0: {share_text(1.0)} in every model), so the spectrum-adaptive "
             "proxy is the rank ceiling: it depends on the ranks only (sum of sqrt(rank x "
             "N)), not on the trained singular values."
         )
-    elif sr is not None:
-        choice = (
-            f"share p*=0 from {share_text(sr[0])} to {share_text(sr[1])} of the matrices per "
-            f"model (mean {share_text(sr[2])}); p* = 0 charges a matrix by its rank only."
-        )
+    return (
+        f"share p*=0 from {share_text(sr[0])} to {share_text(sr[1])} of the matrices per "
+        f"model (mean {share_text(sr[2])}); p* = 0 charges a matrix by its rank only."
+    )
+
+
+def dominate_text(study: Study) -> str | None:
+    """Which matrix types dominate (``studies.scale.notes.mean_type_shares``), the end of a
+    sentence; None without models."""
     shares = N.mean_type_shares(study.analyses)
-    dominate = None
     if study.analyses and shares is None:
-        dominate = ": undefined (every model's contributions are beyond float64)."
-    elif shares is not None:
-        dominate = f" (mean share of the summed contributions): {shares_text(shares)}."
+        return ": undefined (every model's contributions are beyond float64)."
+    if shares is not None:
+        return f" (mean share of the summed contributions): {shares_text(shares)}."
+    return None
+
+
+def answer_context(study: Study) -> dict[str, Any]:
+    """What the opening says (templates/_scale_answer.html): the verdict sentences (answer
+    first), the notes, the caveat, then the ranges (``studies.scale.notes``)."""
+    m, g = study.models, study.growth
+    has_fit = bool(len(m)) and not g.empty
     skipped = getattr(study, "skipped", [])
     return {
-        "verdicts": verdicts,
-        "notes": notes,
+        "verdicts": verdict_rows(m, g) if has_fit else [],
+        "notes": study_notes(m, g) if len(m) else [],
         "no_growth": study.growth.empty,
         "caveat": PROXY_CAVEAT,
         "n_models": len(m),
-        "ranges": ranges,
-        "choice": choice,
-        "dominate": dominate,
+        "ranges": range_sentences(m) if len(m) else [],
+        "choice": choice_sentence(m),
+        "dominate": dominate_text(study),
         "missing": list(study.missing),
         "skipped": [scrub_paths(f"{display_name(name)}: {r}") for name, r in skipped],
     }
@@ -181,16 +208,17 @@ def detail_model(study: Study) -> Analysis | None:
     return max(study.analyses, key=lambda a: (a.spec.num_layers, a.spec.hidden_size))
 
 
-def write_study(
+def scale_page(
     study: Study,
     out_dir: str | Path,
     *,
     norm_scaling_layers: int | None = None,
     figure_formats: str | Sequence[str] | None = None,
     siblings: Sequence[tuple[str, str]] | None = None,
-) -> Path:
-    """Write figures/ and report.html for a study into ``out_dir`` (call it inside
-    ``io.output_dir``, e.g. ``study.to_dir(out, extra=lambda tmp: write_study(study, tmp))``).
+) -> str:
+    """The page of a study (:func:`scale_html`), its figures drawn into ``out_dir``/figures
+    (the folder being written: the ``tmp`` of ``study.to_dir(out, extra=...)``): the text for
+    ``out_dir``/report.html, which ``io.files.write_report_page`` writes.
 
     Figures: growth against N and L with the fitted lines, both proxies per model, and the
     spectral decay and contribution-against-p figures of the largest model (files
@@ -202,17 +230,34 @@ def write_study(
     """
     with writing_formats(figure_formats):
         require_matplotlib()
-        return _write_study(study, Path(out_dir), norm_scaling_layers, siblings)
+        figs = study_figures(study, Path(out_dir) / "figures", norm_scaling_layers)
+    return scale_html(study, out_dir, figs, siblings)
 
 
-def _write_study(
+def write_study(
     study: Study,
-    out_dir: Path,
-    norm_scaling_layers: int | None,
+    out_dir: str | Path,
+    *,
+    norm_scaling_layers: int | None = None,
+    figure_formats: str | Sequence[str] | None = None,
     siblings: Sequence[tuple[str, str]] | None = None,
 ) -> Path:
-    """The figures of :func:`write_study` (in the formats set around it), then the page."""
-    fig_dir = out_dir / "figures"
+    """Figures/ and report.html for a study in ``out_dir``: :func:`scale_page`'s text written
+    by ``io.files.write_report_page`` (call it inside ``io.output_dir``, e.g.
+    ``study.to_dir(out, extra=lambda tmp: write_study(study, tmp))``)."""
+    text = scale_page(
+        study,
+        out_dir,
+        norm_scaling_layers=norm_scaling_layers,
+        figure_formats=figure_formats,
+        siblings=siblings,
+    )
+    return write_report_page(out_dir, text)
+
+
+def study_figures(study: Study, fig_dir: Path, norm_scaling_layers: int | None) -> list[Figure]:
+    """The figures of :func:`scale_page` (in the formats set around it), drawn into
+    ``fig_dir``."""
     figs = FS.study_figures(study, fig_dir)
     big = detail_model(study)
     if big is not None:
@@ -227,7 +272,7 @@ def _write_study(
         nf = FS.norm_scaling_figure(study, fig_dir, num_layers=norm_scaling_layers)
         if nf is not None:
             figs.append(nf)
-    return write_study_report(study, out_dir, figs, siblings)
+    return figs
 
 
 #: Slopes and their SEs on the page: 3 significant digits each, so an SE is never printed
@@ -246,14 +291,14 @@ def growth_display(growth: pd.DataFrame) -> pd.DataFrame:
     return key_columns_first(g, GROWTH_FIRST)
 
 
-def write_study_report(
+def scale_html(
     study: Study,
     out_dir: str | Path,
     figs: Sequence[Figure],
     siblings: Sequence[tuple[str, str]] | None = None,
-) -> Path:
-    """Write report.html for a study into ``out_dir`` (figures already written;
-    templates/scale.html), linking ``siblings`` (else the benchmark's README.md)."""
+) -> str:
+    """The page of a study (templates/scale.html) whose figures are drawn, for
+    ``out_dir``/report.html, linking ``siblings`` (else the benchmark's README.md)."""
     growth = growth_display(study.growth)
     if "fixed_value" in growth.columns and "fit" in growth.columns:
         fixed = [
@@ -265,7 +310,7 @@ def write_study_report(
     if siblings is None:
         there = readme.is_file() and "benchmarks" in readme.parts
         siblings = [("README", "../../README.md")] if there else []
-    html_text = page(
+    return page(
         study.title,
         siblings=list(siblings),
         docs=("scale", "measures"),
@@ -282,6 +327,14 @@ def write_study_report(
             labels={"caveat": "caveat", "resid_df": "resid df"},
         ),
     )
-    path = Path(out_dir) / "report.html"
-    path.write_text(html_text, encoding="utf-8")
-    return path
+
+
+def write_study_report(
+    study: Study,
+    out_dir: str | Path,
+    figs: Sequence[Figure],
+    siblings: Sequence[tuple[str, str]] | None = None,
+) -> Path:
+    """report.html for a study in ``out_dir`` (figures already written): :func:`scale_html`'s
+    text written by ``io.files.write_report_page``."""
+    return write_report_page(out_dir, scale_html(study, out_dir, figs, siblings))

@@ -6,21 +6,24 @@ sign convention of delta and the count of independent zoos; then the forest plot
 deltas (figures/study.py: family rows, secondary rows in their own panel), then the family table
 (with ``verdict_stable``), the secondary folders (the folder each overlaps, shared models), the
 replicate groups and the exploratory rows. The folder's tables and study.json are written by
-``studies.correlate.multizoo.Study.to_dir``; every number goes through :mod:`..numbers`."""
+``studies.correlate.multizoo.Study.to_dir``; :func:`study_page` returns the page, which
+``io.files.write_report_page`` writes. The rule of the verdict words and their numbers are the
+protocol's (``studies.answer.verdict_rule``); every number goes through :mod:`..numbers`."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecboundError
+from ...io.files import copy_file, write_report_page
 from ...studies.answer import (
     comparison_tally,
     plain_answer,
     proxy_statistics,
     secondary_lines,
+    verdict_rule,
 )
 from ...studies.protocol.registry import PROTOCOL
 from ...studies.readback import read_claims_csv
@@ -119,6 +122,93 @@ def claims_rows(claims: pd.DataFrame | None) -> list[dict[str, str]]:
     ]
 
 
+def family_split(prim: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The primary rows of the independent zoos (the family) and those of the secondary
+    folders (``independence`` is ``secondary``)."""
+    import pandas as pd
+
+    indep = (
+        prim["independence"].astype(str) != "secondary"
+        if len(prim) and "independence" in prim.columns
+        else pd.Series([True] * len(prim), dtype=bool)
+    )
+    return prim[indep.to_numpy()], prim[~indep.to_numpy()]
+
+
+def zoos_sentence(n_zoos: int, n_family: int, n_secondary: int) -> str:
+    """What the answer rests on: the independent zoos, their primary rows (Holm over all of
+    them) and the secondary folders shown apart."""
+    return (
+        f"This answer rests on {_count(n_zoos, 'independent zoo')} "
+        f"(folders that share no trained model): {n_family} primary rows, Holm over all of "
+        f"them; {_count(n_secondary, 'secondary folder')} "
+        + ("shares trained models with them and is" if n_secondary == 1 else "share trained "
+           "models with them and are")
+        + " shown apart, never counted or adjusted with them."
+    )  # fmt: skip
+
+
+def folder_pages(prim: pd.DataFrame, out_dir: str | Path | None) -> list[tuple[str, str | None]]:
+    """Each folder of the primary rows with the href of its page when it sits beside
+    ``out_dir`` (a benchmark's results/), else None."""
+    pages: list[tuple[str, str | None]] = []
+    for f in dict.fromkeys(prim["folder"]) if len(prim) else ():
+        name = Path(str(f)).name
+        if out_dir is not None and (Path(out_dir).parent / name / "report.html").is_file():
+            pages.append((name, f"../{name}/report.html"))
+        else:
+            pages.append((name, None))
+    return pages
+
+
+def other_pages(out_dir: str | Path | None, shown: set[str]) -> list[tuple[str, str]]:
+    """The pages beside ``out_dir`` that no row links (a size ladder, the write-up)."""
+    if out_dir is None:
+        return []
+    return [
+        (text, href) for text, href in sibling_pages(out_dir) if href.split("/")[1] not in shown
+    ]
+
+
+def secondary_folders(result: Study) -> list[dict[str, str]]:
+    """Each secondary folder, the folder it overlaps and the models they share."""
+    return [
+        {
+            "folder": Path(str(s.get("folder", ""))).name,
+            "overlaps": Path(str(s.get("overlaps", ""))).name,
+            "shared": sig3(s.get("shared_models")),
+        }
+        for s in result.secondary
+    ]
+
+
+def replicate_groups(result: Study) -> list[dict[str, str]]:
+    """Each replicate group: its name and, in words, what it replicates and its seeds."""
+    groups = []
+    for g in result.groups:
+        rep = g.get("replicated", {})
+        line = ", ".join(f"{c}: {v}" for c, v in sorted(rep.items())) or "no primary rows"
+        seeds = "; ".join(f"{Path(k).name}: {', '.join(v)}" for k, v in g["seeds"].items())
+        text = (
+            f"replicated ({line}); a contrast is replicated only when each replicate alone "
+            f"is better (or each worse). Seeds: {seeds}."
+            + (f" Pooled folder: {Path(g['pooled']).name}." if g.get("pooled") else "")
+        )
+        groups.append({"name": g["group"], "text": text})
+    return groups
+
+
+def answer_parts(prim: pd.DataFrame) -> dict[str, Any]:
+    """The words of the answer (``studies.answer``): the plain sentence, the tally per
+    comparison and the secondary folders' decided rows; empty without primary rows."""
+    has = bool(len(prim))
+    return {
+        "plain": plain_answer(prim) if has else "",
+        "tally": comparison_tally(prim) if has else [],
+        "secondary_decided": secondary_lines(prim) if has else [],
+    }
+
+
 def report_html(
     result: Study,
     out_dir: str | Path | None = None,
@@ -135,66 +225,11 @@ def report_html(
     import pandas as pd
 
     prim = result.primary
-    summary = result.summary()
-    indep = (
-        prim["independence"].astype(str) != "secondary"
-        if len(prim) and "independence" in prim.columns
-        else pd.Series([True] * len(prim), dtype=bool)
-    )
-    fam, sec = prim[indep.to_numpy()], prim[~indep.to_numpy()]
-    n_zoos = int(summary.get("independent_zoos", 0))
-    n_sec = len(result.secondary)
-    zoos_line = (
-        f"This answer rests on {_count(n_zoos, 'independent zoo')} "
-        f"(folders that share no trained model): {len(fam)} primary rows, Holm over all of "
-        f"them; {_count(n_sec, 'secondary folder')} "
-        + ("shares trained models with them and is" if n_sec == 1 else "share trained models "
-           "with them and are")
-        + " shown apart, never counted or adjusted with them."
-    )  # fmt: skip
-    rule = (
-        "Primary contrasts P1 spectrum_adaptive − norm_based, P2 spectrum_adaptive − "
-        "num_parameters, P3 norm_based − num_parameters (or A1-A3 on τ_arch for a zoo designed "
-        "for it). A row is better or worse only when its p_holm is below 0.05, its 95% interval "
-        "excludes 0, p_holm is not within 2 Monte Carlo errors of 0.05 and the verdict is the "
-        "same under 5 bootstrap seeds (verdict_stable)."
-    )
-    folder_pages: list[tuple[str, str | None]] = []
-    for f in dict.fromkeys(prim["folder"]) if len(prim) else ():
-        name = Path(str(f)).name
-        if out_dir is not None and (Path(out_dir).parent / name / "report.html").is_file():
-            folder_pages.append((name, f"../{name}/report.html"))
-        else:
-            folder_pages.append((name, None))
-    shown = {name for name, _ in folder_pages} | {STUDY}
-    others = [  # a size ladder, the write-up: the pages beside it that no row links
-        (text, href)
-        for text, href in (sibling_pages(out_dir) if out_dir is not None else [])
-        if href.split("/")[1] not in shown
-    ]
-    secondary = [
-        {
-            "folder": Path(str(s.get("folder", ""))).name,
-            "overlaps": Path(str(s.get("overlaps", ""))).name,
-            "shared": sig3(s.get("shared_models")),
-        }
-        for s in result.secondary
-    ]
-    groups = []
-    for g in result.groups:
-        rep = g.get("replicated", {})
-        line = ", ".join(f"{c}: {v}" for c, v in sorted(rep.items())) or "no primary rows"
-        seeds = "; ".join(f"{Path(k).name}: {', '.join(v)}" for k, v in g["seeds"].items())
-        text = (
-            f"replicated ({line}); a contrast is replicated only when each replicate alone "
-            f"is better (or each worse). Seeds: {seeds}."
-            + (f" Pooled folder: {Path(g['pooled']).name}." if g.get("pooled") else "")
-        )
-        groups.append({"name": g["group"], "text": text})
+    fam, sec = family_split(prim)
+    n_zoos = int(result.summary().get("independent_zoos", 0))
+    pages = folder_pages(prim, out_dir)
     ex = result.exploratory
-    exploratory = None
-    if isinstance(ex, pd.DataFrame) and len(ex):
-        exploratory = table(ex, first=["measure"], page_size=50)
+    has_ex = isinstance(ex, pd.DataFrame) and bool(len(ex))
     listed = claims_rows(claims)
     ids = {c["claim"] for c in listed}
     return page(
@@ -202,26 +237,46 @@ def report_html(
         "generalization better?",
         docs=("correlate",),
         template="study.html",
-        plain=plain_answer(prim) if len(prim) else "",
+        **answer_parts(prim),
         details=render_markdown(answer, ids) if answer else None,
-        tally=comparison_tally(prim) if len(prim) else [],
-        secondary_decided=secondary_lines(prim) if len(prim) else [],
         sign=SIGN_CONVENTION,
-        zoos=zoos_line,
-        rule=rule,
+        zoos=zoos_sentence(n_zoos, len(fam), len(result.secondary)),
+        rule=verdict_rule(),
         files=[file_link(out_dir, f) for f in (*FILES, *(("claims.csv",) if listed else ()))],
         figures=[figure_html(f) for f in figures],
         family=table(_primary_show(fam), page_size=60) if len(fam) else None,
         proxies=_proxy_table(result) if len(prim) else None,
-        secondary=secondary,
+        secondary=secondary_folders(result),
         secondary_rows=table(_primary_show(sec), page_size=60) if len(sec) else None,
-        folder_pages=folder_pages,
-        other_pages=others,
-        groups=groups,
+        folder_pages=pages,
+        other_pages=other_pages(out_dir, {name for name, _ in pages} | {STUDY}),
+        groups=replicate_groups(result),
         claims=listed,
-        exploratory=exploratory,
+        exploratory=table(ex, first=["measure"], page_size=50) if has_ex else None,
         notes=list(result.notes),
     )
+
+
+def study_page(
+    result: Study,
+    out_dir: str | Path,
+    answer: str | None = None,
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+    claims: pd.DataFrame | None = None,
+) -> str:
+    """The study page (:func:`report_html`) with its forest plot drawn into
+    ``out_dir``/figures (the folder its tables are written to: the ``tmp`` of
+    ``result.to_dir(out, extra=...)``, so the page links the files written there): the text
+    for ``out_dir``/report.html, which ``io.files.write_report_page`` writes. ``answer``: the
+    plain-words answer (``--answer FILE``'s text) or None; ``claims``: the rows of the
+    claims.csv its [Cn] citations name (``studies.readback.read_claims_csv``), copied into
+    ``out_dir`` by the caller (``io.files.copy_file``), so the page lists and links every
+    claim."""
+    out_dir = Path(out_dir)
+    with writing_formats(figure_formats):
+        fig = forest_figure(result.primary, out_dir / "figures") if len(result.primary) else None
+    return report_html(result, out_dir, answer, [fig] if fig is not None else [], claims)
 
 
 def write_report(
@@ -232,20 +287,15 @@ def write_report(
     figure_formats: str | Sequence[str] | None = None,
     claims: str | Path | None = None,
 ) -> Path:
-    """Write figures/forest.svg and report.html for ``result`` into ``out_dir``, the folder its
-    tables are written to (call it inside ``io.output_dir``, e.g. ``result.to_dir(out,
-    extra=lambda tmp: write_report(result, tmp, answer))``, so the page links the files
-    written there). ``answer``: the plain-words answer (``--answer FILE``'s text) or None;
-    ``claims``: the claims.csv its [Cn] citations name (read through the checked reader and
-    copied, byte for byte, into ``out_dir``, so the page lists and links every claim)."""
-    out_dir = Path(out_dir)
+    """figures/forest.svg and report.html for ``result`` in ``out_dir`` (what ``specbound
+    study`` writes inside ``result.to_dir(out, extra=...)``): ``claims`` (a claims.csv path)
+    read through the checked reader and copied byte for byte (``io.files.copy_file``), then
+    :func:`study_page`'s text written by ``io.files.write_report_page``."""
     table_of_claims = None
     if claims is not None:
         table_of_claims = read_claims_csv(claims)
-        shutil.copyfile(claims, out_dir / "claims.csv")
-    with writing_formats(figure_formats):
-        fig = forest_figure(result.primary, out_dir / "figures") if len(result.primary) else None
-    path = out_dir / "report.html"
-    html = report_html(result, out_dir, answer, [fig] if fig is not None else [], table_of_claims)
-    path.write_text(html, encoding="utf-8")
-    return path
+        copy_file(claims, Path(out_dir) / "claims.csv")
+    text = study_page(
+        result, out_dir, answer, figure_formats=figure_formats, claims=table_of_claims
+    )
+    return write_report_page(out_dir, text)

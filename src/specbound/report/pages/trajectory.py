@@ -5,7 +5,8 @@ them from the milestones table: grokking phase, measures that moved at the test 
 instability and swings after the plateau, the rank-ceiling caveat); report/ only renders them.
 Then the metrics and mean p* panels, one panel per measure, the milestones and every
 row (paged). The rows and milestones are a ``studies.trajectory.Trajectory``, whose ``to_dir``
-writes the folder with :func:`write_report` (figures/, report.html) as ``extra``.
+writes the folder; :func:`trajectory_page` draws the figures into it and returns the page,
+which ``io.files.write_report_page`` writes (:func:`write_report` does both, as ``extra``).
 """
 
 from __future__ import annotations
@@ -14,23 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...studies.trajectory import (  # noqa: F401 (Phase, Plateau, plateau re-exported)
-    FLAT_TOL,
-    MIN_DELAY,
-    MIN_RISE,
-    NET_TOL,
-    PLATEAU,
-    Phase,
-    Plateau,
+from ...io.files import write_report_page
+from ...studies.trajectory import (
     Trajectory,
     analysis_share,
     grokking_phase,
     measure_columns,
-    plateau,
     read_trajectory,
     track_gap,
 )
-from ...studies.trajectory_answer import answer_sentences, test_metric_step
+from ...studies.trajectory_answer import answer_sentences, half_change_rule, test_metric_step
 from ...track import TRACK_CSV, read_track
 from ..figures import trajectory as F
 from ..figures.style import figure_formats as check_formats
@@ -63,16 +57,16 @@ def write_trajectory_report(
     return t.to_dir(out, extra=lambda tmp: write_report(t, tmp, figure_formats=formats))
 
 
-def write_report(
+def trajectory_page(
     trajectory: Trajectory,
     out_dir: str | Path,
     *,
     figure_formats: str | Sequence[str] | None = None,
-) -> Path:
-    """Write figures/ (metrics, trajectory; SVG or ``figure_formats``) and report.html for
-    ``trajectory`` into ``out_dir``, the folder its track.csv is written to (call it inside
-    ``io.output_dir``, e.g. ``trajectory.to_dir(out, extra=lambda tmp: write_report(trajectory,
-    tmp))``)."""
+) -> str:
+    """The page of ``trajectory`` (templates/trajectory.html), its figures (metrics,
+    trajectory; SVG or ``figure_formats``) drawn into ``out_dir``/figures, the folder its
+    track.csv is written to (the ``tmp`` of ``trajectory.to_dir(out, extra=...)``): the text
+    for ``out_dir``/report.html, which ``io.files.write_report_page`` writes."""
     formats = check_formats(figure_formats)
     require_matplotlib()
     tmp = Path(out_dir)
@@ -101,27 +95,29 @@ def write_report(
             else " No gap: the loop reported no train/test accuracy or loss pair."
         )
     )
-    half_change = (
-        "Half-change step: the first step at which a series had covered half of "
-        "its net change from the first to the last evaluation; undefined when the series "
-        f"does not move (net change below {100 * NET_TOL:g}% of its range, or a range "
-        f"below {FLAT_TOL:g} of its size)."
+    return page(
+        "specbound trajectory",
+        docs=("trajectory", "measures"),
+        template="trajectory.html",
+        said=said,
+        summary=summary,
+        half_change=half_change_rule(),
+        track_link=file_link(tmp, TRACK_CSV),
+        figures=[figure_html(f) for f in figs if f is not None],
+        milestones=table(ms, formats={"first": sig3, "last": sig3}),
+        n_rows=len(df),
+        rows=table(df, page_size=50),
     )
-    path = tmp / "report.html"
-    path.write_text(
-        page(
-            "specbound trajectory",
-            docs=("trajectory", "measures"),
-            template="trajectory.html",
-            said=said,
-            summary=summary,
-            half_change=half_change,
-            track_link=file_link(tmp, TRACK_CSV),
-            figures=[figure_html(f) for f in figs if f is not None],
-            milestones=table(ms, formats={"first": sig3, "last": sig3}),
-            n_rows=len(df),
-            rows=table(df, page_size=50),
-        ),
-        encoding="utf-8",
-    )
-    return path
+
+
+def write_report(
+    trajectory: Trajectory,
+    out_dir: str | Path,
+    *,
+    figure_formats: str | Sequence[str] | None = None,
+) -> Path:
+    """Figures/ and report.html for ``trajectory`` in ``out_dir``: :func:`trajectory_page`'s
+    text written by ``io.files.write_report_page`` (call it inside ``io.output_dir``, e.g.
+    ``trajectory.to_dir(out, extra=lambda tmp: write_report(trajectory, tmp))``)."""
+    text = trajectory_page(trajectory, out_dir, figure_formats=figure_formats)
+    return write_report_page(out_dir, text)

@@ -69,6 +69,8 @@ PRIMARY = "primary"
 EXPLORATORY = "exploratory"
 #: Bootstrap seeds a primary verdict must survive (protocol v4).
 SEEDS = 5
+#: An adjusted p within this many Monte Carlo errors of alpha is "borderline" (protocol v4).
+BORDERLINE_MC_ERRORS = 2.0
 
 
 def larger_is_better(statistic: str) -> bool:
@@ -302,7 +304,7 @@ def verdict(
     if not all(math.isfinite(x) for x in (estimate, low, high, p_adj)):
         return UNDETERMINED
     err = mc if mc is not None and math.isfinite(mc) else adjusted_mc_error(p_adj, defined or B, p)
-    if abs(p_adj - alpha) <= 2.0 * err:
+    if abs(p_adj - alpha) <= BORDERLINE_MC_ERRORS * err:
         return BORDERLINE
     if p_adj < alpha and (low > 0 or high < 0):
         favours = estimate > 0 if larger_is_better(statistic) else estimate < 0
