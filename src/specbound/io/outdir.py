@@ -177,7 +177,30 @@ def check_output_dir(
         raise _err("use", Path(path), exc) from None
 
 
+#: A growing folder's ``kind`` (its manifest's, :mod:`.growing`) -> (what writes it, what
+#: :func:`check_output_dir`'s refusal says is kept); another kind reads "written by specbound".
+GROWING_KINDS = {
+    "zoo": ("'specbound zoo train'", "its models are never overwritten"),
+    "track": ("a specbound Tracker", "its rows are never overwritten"),
+}
+
+
 def _check_output_dir(given: Path) -> Path:
+    dest = _destination(given)
+    if not dest.is_dir():
+        return dest
+    try:
+        entries = [p.name for p in dest.iterdir()]
+    except OSError as exc:
+        raise _err("read", dest, exc) from None
+    if entries:
+        _refuse_not_ours(dest, given)
+    return dest
+
+
+def _destination(given: Path) -> Path:
+    """The absolute path ``given`` names (a symlink followed), refused when it is a dangling
+    symlink, something other than a folder, or lies under a file."""
     dest = Path(os.path.abspath(given))
     if dest.is_symlink():
         if not dest.exists():
@@ -191,21 +214,17 @@ def _check_output_dir(given: Path) -> Path:
         raise SpecboundError(
             Param("out", str(given)), f" exists and is {what}, not a directory; choose another path"
         )
-    for parent in dest.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                raise SpecboundError(
-                    Param("out", str(given)), f": {parent} is not a directory; choose another path"
-                )
-            break
-    if not dest.is_dir():
-        return dest
-    try:
-        entries = [p.name for p in dest.iterdir()]
-    except OSError as exc:
-        raise _err("read", dest, exc) from None
-    if not entries:
-        return dest
+    parent = next((q for q in dest.parents if q.exists() or q.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        raise SpecboundError(
+            Param("out", str(given)), f": {parent} is not a directory; choose another path"
+        )
+    return dest
+
+
+def _refuse_not_ours(dest: Path, given: Path) -> None:
+    """Refuse the non-empty folder ``dest`` unless it is an earlier specbound output left as it
+    was written (a results folder: no ``kind``; module doc)."""
     manifest = read_manifest(dest)
     if manifest is None:
         raise SpecboundError(
@@ -215,10 +234,12 @@ def _check_output_dir(given: Path) -> Path:
         )
     kind = manifest.get("kind")
     if kind is not None or (dest / "zoo.json").exists():
+        kind = kind or "zoo"
+        writer, kept = GROWING_KINDS.get(kind, ("specbound", "it is never overwritten"))
         raise SpecboundError(
             Param("out", str(given)),
-            f" is a {kind or 'zoo'} folder (written by 'specbound zoo train'), not "
-            "a results folder; choose another directory: its models are never overwritten",
+            f" is a {kind} folder (written by {writer}), not "
+            f"a results folder; choose another directory: {kept}",
         )
     files, dirs = _tree(dest)
     known_files = set(manifest["files"]) | {MANIFEST}
@@ -230,7 +251,6 @@ def _check_output_dir(given: Path) -> Path:
             f" holds '{foreign[0]}', which specbound did not write; move it away "
             "or choose another directory",
         )
-    return dest
 
 
 def _marker_lock_free(marker: Path) -> bool | None:
