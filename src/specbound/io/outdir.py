@@ -1,9 +1,10 @@
 """Output helpers: nothing half-written ever appears, nothing specbound did not write is lost.
 
-Every command that writes a directory (``analyze --out``, ``scale``, ``correlate``, ``study``,
-``trajectory``, ``reproduce``, ``zoo train``'s model folders, and any new one) goes through ONE
-helper, :func:`output_dir`; every single file goes through :func:`~specbound.io.files.atomic_file`
-(together the only places specbound renames a folder or a file into place)::
+Every command that writes a directory (``analyze`` given an ``out``, ``scale``, ``correlate``,
+``study``, ``trajectory``, ``reproduce``, ``zoo train``'s model folders, and any new one) goes
+through ONE helper, :func:`output_dir`; every single file goes through
+:func:`~specbound.io.files.atomic_file` (together the only places specbound renames a folder or a
+file into place)::
 
     from specbound.io import output_dir   # (specbound.io.outdir)
 
@@ -22,9 +23,9 @@ Rules of ``output_dir(path)``:
 - Inputs: :func:`check_output_dir` (called by every command before its work) refuses an ``out``
   that is, lies inside or contains one of the command's ``inputs`` (the output would replace
   or move what it reads). The one exception is ``replaces``: a command that re-evaluates one
-  earlier output of its own in place (``correlate results/X --out results/X``) names it, and
-  ``out`` may then *equal* it (never lie inside or contain it); it is read whole before the
-  write replaces it.
+  earlier output of its own in place (``correlate`` of ``results/X`` into ``out=results/X``)
+  names it, and ``out`` may then *equal* it (never lie inside or contain it); it is read whole
+  before the write replaces it.
 - The swap is atomic where the OS allows (Linux ``renameat2(RENAME_EXCHANGE)``), else two
   renames. Writers racing into one folder: the last to commit wins, each leaves a whole folder;
   a reader sees the earlier or the later folder, never a mix of one file.
