@@ -578,7 +578,7 @@ def small_tracker(out, **kw):
 def test_full_disk_leaves_whole_rows_and_names_the_file(tmp_path, monkeypatch):
     import errno
 
-    import specbound.track.trackfile as trackfile
+    import specbound.io.growing as growing
 
     t = small_tracker(tmp_path)
     for step in range(3):
@@ -591,7 +591,7 @@ def test_full_disk_leaves_whole_rows_and_names_the_file(tmp_path, monkeypatch):
 
     import os
 
-    monkeypatch.setattr(trackfile, "_write", half_then_full)
+    monkeypatch.setattr(growing, "_write", half_then_full)  # the track folder's append
     with pytest.raises(SpecboundError, match="No space left") as e:
         t.step(3, train_loss=0.2)
     assert str(tmp_path / "track.csv") in str(e.value) and "\n" not in str(e.value)
@@ -605,22 +605,24 @@ def test_full_disk_leaves_whole_rows_and_names_the_file(tmp_path, monkeypatch):
 def test_full_disk_while_widening_the_header(tmp_path, monkeypatch):
     import errno
 
-    import specbound.track.trackfile
+    import specbound.io.growing
 
     t = small_tracker(tmp_path)
     t.step(0, a=1.0)
     good = (tmp_path / "track.csv").read_bytes()
-    real = specbound.track.trackfile.atomic_file  # where the track file's writer looks it up
+    real = specbound.io.growing.atomic_file  # where the track folder's writer looks it up
 
-    def full(path, mode="wb"):
+    def full(path, mode="wb", sync=False):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(specbound.track.trackfile, "atomic_file", full)
+    monkeypatch.setattr(specbound.io.growing, "atomic_file", full)
     with pytest.raises(SpecboundError, match=r"track\.csv"):
         t.step(1, a=2.0, b=3.0)  # a new metric: the file is rewritten
     assert (tmp_path / "track.csv").read_bytes() == good
-    monkeypatch.setattr(specbound.track.trackfile, "atomic_file", real)
+    monkeypatch.setattr(specbound.io.growing, "atomic_file", real)
     assert list(read_track(tmp_path)["step"]) == [0]
+    t.step(2, a=4.0, b=5.0)  # the disk has room again: the run goes on (its checksum kept)
+    assert list(read_track(tmp_path)["step"]) == [0, 2]
 
 
 def test_non_finite_metrics_are_written_empty_and_counted(tmp_path):

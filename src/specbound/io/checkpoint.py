@@ -216,26 +216,7 @@ def load_checkpoint(
     if isinstance(model, Checkpoint):
         return model
     if isinstance(model, (str, os.PathLike)):
-        text = os.fspath(model)
-        if isinstance(text, str) and is_demo_alias(text):
-            text = resolve_alias(text)
-        path = Path(text).expanduser()
-        if path.exists() or not looks_like_hub_id(text):
-            ckpt = load_directory(path, name=name or text)
-        elif Path(text.split("/")[0]).is_dir():
-            raise CheckpointError(
-                f"{text} does not exist (the local directory {text.split('/')[0]} does, so it is "
-                "taken as a path, not a hub id); check the path"
-            )
-        else:
-            try:
-                local = resolve_hub_id(text)
-            except CheckpointError as exc:
-                if "/" in text:
-                    raise
-                # a bare name may be a mistyped local path as well: say it is neither
-                raise CheckpointError(f"{text} is not a local path, and {exc}") from None
-            ckpt = load_directory(local, name=name or text)
+        ckpt = _load_path(os.fspath(model), name)
         if config is not None:
             ckpt.config = {**ckpt.config, **_config_of(config)}
         return ckpt
@@ -257,3 +238,26 @@ def load_checkpoint(
         f"cannot analyze a {type(model).__name__}: pass a directory, a hub id, an nn.Module or "
         "a state dict with config="
     )
+
+
+def _load_path(text: str, name: str | None) -> Checkpoint:
+    """The checkpoint a path, a demo alias or a hub id names (``load_checkpoint``: a local path
+    wins over an alias or a hub id of the same spelling)."""
+    if isinstance(text, str) and is_demo_alias(text):
+        text = resolve_alias(text)
+    path = Path(text).expanduser()
+    if path.exists() or not looks_like_hub_id(text):
+        return load_directory(path, name=name or text)
+    if Path(text.split("/")[0]).is_dir():
+        raise CheckpointError(
+            f"{text} does not exist (the local directory {text.split('/')[0]} does, so it is "
+            "taken as a path, not a hub id); check the path"
+        )
+    try:
+        local = resolve_hub_id(text)
+    except CheckpointError as exc:
+        if "/" in text:
+            raise
+        # a bare name may be a mistyped local path as well: say it is neither
+        raise CheckpointError(f"{text} is not a local path, and {exc}") from None
+    return load_directory(local, name=name or text)

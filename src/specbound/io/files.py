@@ -204,39 +204,10 @@ def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     ``--json`` does), or ``TypeError`` when ``default`` is None. numpy and pandas are never
     imported here: their objects are recognised only when they are loaded already.
     """
-    if obj is None or isinstance(obj, bool):
-        return obj
-    if isinstance(obj, str):
-        return str.__str__(obj)
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, float):
-        return float(obj) if math.isfinite(obj) else None
-    np = sys.modules.get("numpy")
-    if np is not None:
-        if isinstance(obj, np.bool_):
-            return bool(obj)
-        if isinstance(obj, np.integer):
-            return int(obj)
-        if isinstance(obj, np.floating):
-            v = float(obj)
-            return v if math.isfinite(v) else None
-        if isinstance(obj, np.ndarray):
-            return [json_safe(v, default=default) for v in obj.tolist()]
-    if isinstance(obj, Mapping):
-        return {_json_key(k): json_safe(v, default=default) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return [json_safe(v, default=default) for v in obj]
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return json_safe(dataclasses.asdict(obj), default=default)
-    pd = sys.modules.get("pandas")
-    if pd is not None:
-        if isinstance(obj, pd.DataFrame):
-            return [json_safe(r, default=default) for r in obj.to_dict("records")]
-        if obj is pd.NA:
-            return None
+    for convert in _CONVERTERS:
+        out = convert(obj, default)
+        if out is not _NOT_MINE:
+            return out
     tolist = getattr(obj, "tolist", None)  # numpy/pandas scalars and arrays
     if callable(tolist):
         return json_safe(tolist(), default=default)
@@ -245,6 +216,77 @@ def json_safe(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     if default is not None:
         return json_safe(default(obj), default=default)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+#: What a :data:`_CONVERTERS` entry returns for an object it does not convert.
+_NOT_MINE = object()
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _plain_value(obj: Any, default: Callable[[Any], Any] | None) -> Any:
+    """None, bool, str, int and float (subclasses included) as the plain type."""
+    if obj is None or isinstance(obj, bool):
+        return obj
+    if isinstance(obj, str):
+        return str.__str__(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return _finite(float(obj))
+    return _NOT_MINE
+
+
+def _numpy_value(obj: Any, default: Callable[[Any], Any] | None) -> Any:
+    """numpy bools, integers, floats and arrays (when numpy is loaded)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return _NOT_MINE
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return _finite(float(obj))
+    if isinstance(obj, np.ndarray):
+        return [json_safe(v, default=default) for v in obj.tolist()]
+    return _NOT_MINE
+
+
+def _container_value(obj: Any, default: Callable[[Any], Any] | None) -> Any:
+    """Mappings, lists, tuples, sets, paths and dataclass instances."""
+    if isinstance(obj, Mapping):
+        return {_json_key(k): json_safe(v, default=default) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [json_safe(v, default=default) for v in obj]
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return json_safe(dataclasses.asdict(obj), default=default)
+    return _NOT_MINE
+
+
+def _pandas_value(obj: Any, default: Callable[[Any], Any] | None) -> Any:
+    """pandas DataFrames (a list of records) and ``pandas.NA`` (when pandas is loaded)."""
+    pd = sys.modules.get("pandas")
+    if pd is None:
+        return _NOT_MINE
+    if isinstance(obj, pd.DataFrame):
+        return [json_safe(r, default=default) for r in obj.to_dict("records")]
+    if obj is pd.NA:
+        return None
+    return _NOT_MINE
+
+
+#: :func:`json_safe`'s conversions, in the order they are tried.
+_CONVERTERS: tuple[Callable[[Any, Callable[[Any], Any] | None], Any], ...] = (
+    _plain_value,
+    _numpy_value,
+    _container_value,
+    _pandas_value,
+)
 
 
 def _json_key(key: Any) -> Any:

@@ -125,20 +125,20 @@ class GGUFNames:
         return f"blk.{int(layer)}.{stem}.weight" if layer.isdigit() and stem else name
 
 
-def gguf_checkpoint_parts(
-    path: str | os.PathLike[str],
-) -> tuple[dict[str, Any], RenamedSource, list[str], ConfigOrigin]:
-    """(config, source under Hugging Face names, notes, origin) for the .gguf file at ``path``;
-    the origin makes every config-derived message name the GGUF metadata key (``llama.block_count``
-    for ``num_hidden_layers``) and the file's tensor names."""
-    f = GGUFFile(path)
-    arch = f.field("general.architecture")
-    if not isinstance(arch, str) or arch not in _FAMILIES:
-        raise CheckpointError(
-            f"{f.path} holds GGUF architecture {arch!r}, which specbound does not map (supported: "
-            f"{', '.join(_FAMILIES)}); convert it to safetensors and pass a mapping file"
-        )
-    model_type, prefix, stems, transposed, act = _FAMILIES[arch]
+#: GGUF metadata key (after ``{arch}.``) -> the config keys it sizes (a message about one of
+#: them names the GGUF key).
+_META_KEYS = {
+    "block_count": ("num_hidden_layers", "n_layer"),
+    "embedding_length": ("hidden_size", "n_embd"),
+    "attention.head_count": ("num_attention_heads", "n_head"),
+    "attention.head_count_kv": ("num_key_value_heads",),
+    "feed_forward_length": ("intermediate_size", "n_inner"),
+    "attention.key_length": ("head_dim",),
+}
+
+
+def _gguf_config(f: GGUFFile, arch: str, model_type: str, act: str) -> dict[str, Any]:
+    """The Hugging Face config of ``f`` (GGUF architecture ``arch``) from its metadata."""
     L = _count(f, f"{arch}.block_count")
     n = _count(f, f"{arch}.embedding_length")
     h = _count(f, f"{arch}.attention.head_count")
@@ -166,23 +166,27 @@ def gguf_checkpoint_parts(
         }
         if d_k is not None:
             config["head_dim"] = d_k
-    config = {"model_type": model_type, **config}
-    meta = {
-        "block_count": ("num_hidden_layers", "n_layer"),
-        "embedding_length": ("hidden_size", "n_embd"),
-        "attention.head_count": ("num_attention_heads", "n_head"),
-        "attention.head_count_kv": ("num_key_value_heads",),
-        "feed_forward_length": ("intermediate_size", "n_inner"),
-        "attention.key_length": ("head_dim",),
-    }
-    keys = {hf: f"{arch}.{k}" for k, hfs in meta.items() for hf in hfs}
+    return {"model_type": model_type, **config}
+
+
+def _gguf_origin(arch: str, prefix: str, stems: Mapping[str, str]) -> ConfigOrigin:
+    """Where the config of a GGUF file of ``arch`` came from: its metadata keys, its tensor
+    names."""
+    keys = {hf: f"{arch}.{k}" for k, hfs in _META_KEYS.items() for hf in hfs}
     keys["model_type"] = "general.architecture"
-    origin = ConfigOrigin(
+    return ConfigOrigin(
         what="the GGUF metadata",
         keys=keys,
         tensors=GGUFNames(prefix, stems),
         advice="re-convert the file with a current llama.cpp",
     )
+
+
+def _gguf_tensor_names(
+    f: GGUFFile, prefix: str, stems: Mapping[str, str], transposed: bool
+) -> dict[str, tuple[str, bool]]:
+    """Hugging Face name -> (the GGUF tensor ``blk.{l}.<stem>.weight``, whether it is stored
+    transposed) for the family's block weights in ``f``."""
     names: dict[str, tuple[str, bool]] = {}
     for g in f.names():
         parts = g.split(".")
@@ -191,6 +195,26 @@ def gguf_checkpoint_parts(
             if stem is not None:
                 hf = prefix.format(l=int(parts[1])) + stem + ".weight"
                 names[hf] = (g, transposed and len(f.shape(g)) == 2)
+    return names
+
+
+def gguf_checkpoint_parts(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], RenamedSource, list[str], ConfigOrigin]:
+    """(config, source under Hugging Face names, notes, origin) for the .gguf file at ``path``;
+    the origin makes every config-derived message name the GGUF metadata key (``llama.block_count``
+    for ``num_hidden_layers``) and the file's tensor names."""
+    f = GGUFFile(path)
+    arch = f.field("general.architecture")
+    if not isinstance(arch, str) or arch not in _FAMILIES:
+        raise CheckpointError(
+            f"{f.path} holds GGUF architecture {arch!r}, which specbound does not map (supported: "
+            f"{', '.join(_FAMILIES)}); convert it to safetensors and pass a mapping file"
+        )
+    model_type, prefix, stems, transposed, act = _FAMILIES[arch]
+    config = _gguf_config(f, arch, model_type, act)
+    origin = _gguf_origin(arch, prefix, stems)
+    names = _gguf_tensor_names(f, prefix, stems, transposed)
     types = Counter(f.dtype(g) for g, _ in names.values())
     listed = ", ".join(f"{t} ({c})" for t, c in sorted(types.items()))
     notes = [

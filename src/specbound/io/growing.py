@@ -11,9 +11,21 @@ schema, with this folder's ``kind`` and a ``sha256`` per file it rewrites)::
     with g.locked(busy):    # flock on the lock file; busy(): the error when another writer holds it
         g.write("zoo.csv", text)  # the checksum first, then the file (atomic)
 
+A folder whose writer holds the lock only while it writes (a tracker's ``track.csv``, one row
+at a time: ``g.locked(busy, wait=10.0)`` waits that long for another writer's write) uses::
+
+    g.replace("track.csv", data)   # write, synced; its checksum taken back when the write fails
+    g.append("track.csv", row)     # whole rows: appended and synced, then recorded
+    g.recorded("track.csv")        # the checksum the manifest holds (None: none)
+    g.changed(appended=("track.csv",))  # an append the record missed is no change
+    g.recover("track.csv")         # resume: take such an append back (a cut row) or record it
+    g.record("track.json")         # adopt a file written before the folder had a manifest
+
 Rules: the lock file is created, never truncated, and held (``flock``) while writing; a file is
 recorded before it is written, so a crash in between leaves a mismatch (refused), never an
-unrecorded file; entries under ``dirs`` are the caller's (each written as an owner-marked temp
+unrecorded file (an appended file: appended first, then recorded, so a crash in between
+leaves one unrecorded last line, whole or cut, that :meth:`GrowingDir.recover` takes back);
+entries under ``dirs`` are the caller's (each written as an owner-marked temp
 folder, ``outdir.TempDir``, so an interrupted one is resumed from scratch).
 """
 
@@ -23,13 +35,17 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecboundError
-from .files import atomic_write_text
+from .files import atomic_file, atomic_write_text
 from .outdir import read_manifest, write_manifest
+
+#: The low-level write of :meth:`GrowingDir.append` (tests replace it to simulate a full disk).
+_write = os.write
 
 
 def file_sha256(path: Path) -> str | None:
@@ -62,22 +78,26 @@ class GrowingDir:
             self.root, [*self.files, self.lock], list(self.dirs), kind=self.kind, sha256=sha
         )
 
-    def changed(self) -> list[str]:
+    def changed(self, appended: Sequence[str] = ()) -> list[str]:
         """The ``files`` present whose bytes differ from the recorded checksum (edited or
-        replaced by someone else), in ``files`` order; all of them when there is no manifest."""
+        replaced by someone else), in ``files`` order; all of them when there is no manifest.
+        A file named in ``appended`` whose only difference is one unrecorded last line (an
+        :meth:`append` its record missed) is not changed."""
         sha = (self.manifest() or {}).get("sha256", {})
         out = []
         for name in self.files:
             have = file_sha256(self.root / name)
-            if have is not None and have != sha.get(name):
+            if have is None or have == sha.get(name):
+                continue
+            if name not in appended or self._unrecorded_tail(name) is None:
                 out.append(name)
         return out
 
     @contextlib.contextmanager
-    def locked(self, busy: Callable[[], SpecboundError]) -> Iterator[None]:
+    def locked(self, busy: Callable[[], SpecboundError], wait: float = 0.0) -> Iterator[None]:
         """Create the folder (and its manifest) if needed and hold the lock file (flock;
         created, never truncated) inside the block; ``busy()`` is raised when another writer
-        holds it."""
+        holds it (still, after ``wait`` seconds)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self.manifest() is None:
             self._write_manifest({})
@@ -86,10 +106,7 @@ class GrowingDir:
         except IsADirectoryError:
             raise SpecboundError(f"{self.root / self.lock} is a directory; move it away") from None
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise busy() from exc
+            _flock(fd, busy, wait)
             yield
         finally:
             os.close(fd)
@@ -102,6 +119,109 @@ class GrowingDir:
         sha[name] = hashlib.sha256(text.encode()).hexdigest()
         self._write_manifest(sha)
         atomic_write_text(self.root / name, text)
+
+    def recorded(self, name: str) -> str | None:
+        """The checksum the manifest records for ``name`` (None: none, or no manifest)."""
+        sha = (self.manifest() or {}).get("sha256", {})
+        return sha.get(name)
+
+    def _record(self, name: str, sha: str | None) -> None:
+        """Record ``sha`` for ``name`` (None: drop its entry), the other entries kept."""
+        man = self.manifest() or {"sha256": {}}
+        entries = dict(man["sha256"])
+        entries.pop(name, None)
+        if sha is not None:
+            entries[name] = sha
+        self._write_manifest(entries)
+
+    def record(self, *names: str) -> None:
+        """Record the present bytes of each of ``names`` that exists (adopting files written
+        before the folder had a manifest); call it holding the lock."""
+        for name in names:
+            sha = file_sha256(self.root / name)
+            if sha is not None:
+                self._record(name, sha)
+
+    def replace(self, name: str, data: bytes) -> None:
+        """Write the file ``name`` as :meth:`write` does (checksum first, then the file:
+        atomic, synced), from bytes; when the write fails (OSError raised, the file as it was)
+        the earlier checksum is recorded again, so the folder stays usable. Call it holding the
+        lock."""
+        before = self.recorded(name)
+        self._record(name, hashlib.sha256(data).hexdigest())
+        try:
+            with atomic_file(self.root / name, "wb", sync=True) as fh:
+                fh.write(data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self._record(name, before)
+            raise
+
+    def append(self, name: str, data: bytes) -> None:
+        """Append ``data`` (whole lines) to the file ``name`` in one write, synced, then record
+        the file's new checksum; on an OSError (a full disk) the file is cut back to its earlier
+        size before it propagates. Call it holding the lock (module doc: a crash between the
+        write and the record leaves one unrecorded line, :meth:`recover`)."""
+        path = self.root / name
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[_write(fd, view) :]
+                os.fsync(fd)
+                sha = file_sha256(path)
+                self._record(name, sha)
+            except OSError:
+                with contextlib.suppress(OSError):  # leave only whole lines
+                    os.ftruncate(fd, size)
+                    os.fsync(fd)
+                raise
+        finally:
+            os.close(fd)
+
+    def _unrecorded_tail(self, name: str) -> int | None:
+        """Where the recorded bytes of ``name`` end when the file is those bytes plus one last
+        line (whole or cut) the record missed; None otherwise."""
+        recorded = self.recorded(name)
+        try:
+            data = (self.root / name).read_bytes()
+        except OSError:
+            return None
+        end = data.rfind(b"\n", 0, max(len(data) - 1, 0)) + 1
+        if recorded is None or hashlib.sha256(data[:end]).hexdigest() != recorded:
+            return None
+        return end
+
+    def recover(self, name: str) -> bool:
+        """Take back an append the record missed (:meth:`changed`): a cut last line is cut
+        off, a whole one recorded. True when there was one. Call it holding the lock."""
+        path = self.root / name
+        have = file_sha256(path)
+        if have is None or have == self.recorded(name):
+            return False
+        end = self._unrecorded_tail(name)
+        if end is None:
+            return False
+        if path.read_bytes().endswith(b"\n"):
+            self._record(name, have)
+        else:
+            os.truncate(path, end)
+        return True
+
+
+def _flock(fd: int, busy: Callable[[], SpecboundError], wait: float) -> None:
+    """Take the exclusive flock on ``fd``, trying for ``wait`` seconds; ``busy()`` after."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError as exc:
+            if time.monotonic() >= deadline:
+                raise busy() from exc
+        time.sleep(0.01)
 
 
 __all__ = ["GrowingDir", "file_sha256"]

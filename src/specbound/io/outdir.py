@@ -1,9 +1,10 @@
 """Output helpers: nothing half-written ever appears, nothing specbound did not write is lost.
 
-Every command that writes a directory (``analyze --out``, ``scale``, ``correlate``, ``study``,
-``trajectory``, ``reproduce``, ``zoo train``'s model folders, and any new one) goes through ONE
-helper, :func:`output_dir`; every single file goes through :func:`~specbound.io.files.atomic_file`
-(together the only places specbound renames a folder or a file into place)::
+Every command that writes a directory (``analyze`` given an ``out``, ``scale``, ``correlate``,
+``study``, ``trajectory``, ``reproduce``, ``zoo train``'s model folders, and any new one) goes
+through ONE helper, :func:`output_dir`; every single file goes through
+:func:`~specbound.io.files.atomic_file` (together the only places specbound renames a folder or a
+file into place)::
 
     from specbound.io import output_dir   # (specbound.io.outdir)
 
@@ -22,9 +23,9 @@ Rules of ``output_dir(path)``:
 - Inputs: :func:`check_output_dir` (called by every command before its work) refuses an ``out``
   that is, lies inside or contains one of the command's ``inputs`` (the output would replace
   or move what it reads). The one exception is ``replaces``: a command that re-evaluates one
-  earlier output of its own in place (``correlate results/X --out results/X``) names it, and
-  ``out`` may then *equal* it (never lie inside or contain it); it is read whole before the
-  write replaces it.
+  earlier output of its own in place (``correlate`` of ``results/X`` into ``out=results/X``)
+  names it, and ``out`` may then *equal* it (never lie inside or contain it); it is read whole
+  before the write replaces it.
 - The swap is atomic where the OS allows (Linux ``renameat2(RENAME_EXCHANGE)``), else two
   renames. Writers racing into one folder: the last to commit wins, each leaves a whole folder;
   a reader sees the earlier or the later folder, never a mix of one file.
@@ -177,7 +178,30 @@ def check_output_dir(
         raise _err("use", Path(path), exc) from None
 
 
+#: A growing folder's ``kind`` (its manifest's, :mod:`.growing`) -> (what writes it, what
+#: :func:`check_output_dir`'s refusal says is kept); another kind reads "written by specbound".
+GROWING_KINDS = {
+    "zoo": ("'specbound zoo train'", "its models are never overwritten"),
+    "track": ("a specbound Tracker", "its rows are never overwritten"),
+}
+
+
 def _check_output_dir(given: Path) -> Path:
+    dest = _destination(given)
+    if not dest.is_dir():
+        return dest
+    try:
+        entries = [p.name for p in dest.iterdir()]
+    except OSError as exc:
+        raise _err("read", dest, exc) from None
+    if entries:
+        _refuse_not_ours(dest, given)
+    return dest
+
+
+def _destination(given: Path) -> Path:
+    """The absolute path ``given`` names (a symlink followed), refused when it is a dangling
+    symlink, something other than a folder, or lies under a file."""
     dest = Path(os.path.abspath(given))
     if dest.is_symlink():
         if not dest.exists():
@@ -191,21 +215,17 @@ def _check_output_dir(given: Path) -> Path:
         raise SpecboundError(
             Param("out", str(given)), f" exists and is {what}, not a directory; choose another path"
         )
-    for parent in dest.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                raise SpecboundError(
-                    Param("out", str(given)), f": {parent} is not a directory; choose another path"
-                )
-            break
-    if not dest.is_dir():
-        return dest
-    try:
-        entries = [p.name for p in dest.iterdir()]
-    except OSError as exc:
-        raise _err("read", dest, exc) from None
-    if not entries:
-        return dest
+    parent = next((q for q in dest.parents if q.exists() or q.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        raise SpecboundError(
+            Param("out", str(given)), f": {parent} is not a directory; choose another path"
+        )
+    return dest
+
+
+def _refuse_not_ours(dest: Path, given: Path) -> None:
+    """Refuse the non-empty folder ``dest`` unless it is an earlier specbound output left as it
+    was written (a results folder: no ``kind``; module doc)."""
     manifest = read_manifest(dest)
     if manifest is None:
         raise SpecboundError(
@@ -215,10 +235,12 @@ def _check_output_dir(given: Path) -> Path:
         )
     kind = manifest.get("kind")
     if kind is not None or (dest / "zoo.json").exists():
+        kind = kind or "zoo"
+        writer, kept = GROWING_KINDS.get(kind, ("specbound", "it is never overwritten"))
         raise SpecboundError(
             Param("out", str(given)),
-            f" is a {kind or 'zoo'} folder (written by 'specbound zoo train'), not "
-            "a results folder; choose another directory: its models are never overwritten",
+            f" is a {kind} folder (written by {writer}), not "
+            f"a results folder; choose another directory: {kept}",
         )
     files, dirs = _tree(dest)
     known_files = set(manifest["files"]) | {MANIFEST}
@@ -230,7 +252,6 @@ def _check_output_dir(given: Path) -> Path:
             f" holds '{foreign[0]}', which specbound did not write; move it away "
             "or choose another directory",
         )
-    return dest
 
 
 def _marker_lock_free(marker: Path) -> bool | None:

@@ -194,34 +194,45 @@ def check_column(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
 
 
 def _numbers(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
-    import pandas as pd
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     if is_bool_dtype(values.dtype) or not is_numeric_dtype(values.dtype):
-        parsed = []
-        for i, v in enumerate(values.tolist()):
-            if _is_empty(v):
-                parsed.append(math.nan)
-                continue
-            if isinstance(v, (bool, np.bool_)) or not _is_number_text(v):
-                raise fail(path, i + 2, col.name, f"{v!r} is not a number")
-            parsed.append(float(v))
-        values = pd.Series(parsed, index=values.index, name=values.name, dtype=float)
-    v = values.to_numpy(dtype=float)
-    for i, x in enumerate(v):
-        if math.isnan(x):
-            if not col.empty:
-                raise fail(path, i + 2, col.name, "the cell is empty, a number belongs there")
-            continue
-        if col.finite and not math.isfinite(x):
-            raise fail(path, i + 2, col.name, f"{_shown(x)} is not a finite number")
-        if col.kind == "int" and math.isfinite(x) and x != math.floor(x):
-            raise fail(path, i + 2, col.name, f"{_shown(values.iloc[i])} is not a whole number")
-        if (col.low is not None and x < col.low) or (col.high is not None and x > col.high):
-            lo = "-inf" if col.low is None else f"{col.low:g}"
-            hi = "inf" if col.high is None else f"{col.high:g}"
-            raise fail(path, i + 2, col.name, f"{_shown(values.iloc[i])} is outside [{lo}, {hi}]")
+        values = _parsed_numbers(values, col, path)
+    for i, x in enumerate(values.to_numpy(dtype=float)):
+        _check_number(x, values.iloc[i], i + 2, col, path)
     return values
+
+
+def _parsed_numbers(values: pd.Series, col: Column, path: Path | str) -> pd.Series:
+    """A text (or bool) column as floats: empty cells NaN, anything else not a number refused."""
+    import pandas as pd
+
+    parsed = []
+    for i, v in enumerate(values.tolist()):
+        if _is_empty(v):
+            parsed.append(math.nan)
+            continue
+        if isinstance(v, (bool, np.bool_)) or not _is_number_text(v):
+            raise fail(path, i + 2, col.name, f"{v!r} is not a number")
+        parsed.append(float(v))
+    return pd.Series(parsed, index=values.index, name=values.name, dtype=float)
+
+
+def _check_number(x: float, shown: Any, row: int, col: Column, path: Path | str) -> None:
+    """The number ``x`` (shown as ``shown``) of ``col`` on ``row`` against the column's rules:
+    empty only where allowed, finite, whole, within [low, high]."""
+    if math.isnan(x):
+        if not col.empty:
+            raise fail(path, row, col.name, "the cell is empty, a number belongs there")
+        return
+    if col.finite and not math.isfinite(x):
+        raise fail(path, row, col.name, f"{_shown(x)} is not a finite number")
+    if col.kind == "int" and math.isfinite(x) and x != math.floor(x):
+        raise fail(path, row, col.name, f"{_shown(shown)} is not a whole number")
+    if (col.low is not None and x < col.low) or (col.high is not None and x > col.high):
+        lo = "-inf" if col.low is None else f"{col.low:g}"
+        hi = "inf" if col.high is None else f"{col.high:g}"
+        raise fail(path, row, col.name, f"{_shown(shown)} is outside [{lo}, {hi}]")
 
 
 def _shown(v: Any) -> str:

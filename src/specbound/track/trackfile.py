@@ -13,26 +13,35 @@ metric that first appears later rewrites the file through a temp file and a rena
 is not a finite number is written empty and counted in ``nonfinite``. ``track.json`` beside it
 marks the file as specbound's: a file specbound did not write is never touched, and a second run
 into an existing track file is refused unless ``resume`` or ``overwrite``.
+
+The directory is a growing folder (``io.growing``, :func:`track_folder`): its
+``.specbound-manifest.json`` (the one schema, ``kind`` ``track``) records the checksum of
+track.json and track.csv, each write holds ``.specbound-track.lock``, a file changed since
+specbound wrote it is refused, and a resumed run takes back the row a stopped run was writing.
+A track written before track folders had a manifest (track.json alone) is read as it is and
+adopted (its manifest written) when a run resumes or replaces it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._version import __version__
-from ..errors import SpecboundError
-from ..io import atomic_file
+from ..errors import Param, SpecboundError
 from ..io.checkpoint import check_regular_file
+from ..io.growing import GrowingDir
+from ..io.outdir import MANIFEST, read_manifest
 from ..io.readback import Column, check_column, fail, read_json_object
 from ..linalg.spectra import MATRIX_TYPES
 from ..measures.spectrum_adaptive import FIXED_FORMS
@@ -63,8 +72,22 @@ NOTE_COLUMN = "nonfinite"
 #: a metric).
 NOTE_COLUMNS = (NOTE_COLUMN,)
 
-#: The low-level write (tests replace it to simulate a full disk).
-_write = os.write
+#: The track folder's lock file (``io.growing``): held while a row is written.
+TRACK_LOCK = ".specbound-track.lock"
+#: How long a write waits for another tracker's write into the same folder (seconds).
+LOCK_WAIT = 10.0
+
+
+def track_folder(out: str | os.PathLike[str]) -> GrowingDir:
+    """The track directory as a growing folder (``io.growing``, one manifest schema of kind
+    ``track``): track.json and track.csv checksummed, the TensorBoard sink's folder listed."""
+    return GrowingDir(
+        Path(out),
+        kind="track",
+        files=(TRACK_JSON, TRACK_CSV),
+        dirs=("tensorboard",),
+        lock=TRACK_LOCK,
+    )
 
 
 def cell(v: Any) -> tuple[str, bool]:
@@ -92,14 +115,19 @@ def _encode(values: Sequence[str]) -> str:
 def _disk_error(path: Path, exc: OSError) -> SpecboundError:
     return SpecboundError(
         f"cannot write {path}: {exc.strerror or exc}; the rows written before are kept whole "
-        "(free disk space, or choose another out directory)"
+        "(free disk space, or choose another ",
+        Param("out"),
+        " directory)",
     )
 
 
 class TrackFile:
-    """``DIR/track.csv`` (+ ``track.json``). ``resume``: continue a file an earlier run wrote
-    (its rows are kept); ``overwrite``: replace it; neither: an existing file with rows is
-    refused."""
+    """``DIR/track.csv`` (+ ``track.json``) in the track folder (:func:`track_folder`: locked
+    while a row is written, each file checksummed in the folder's manifest). ``resume``:
+    continue a file an earlier run wrote (its rows are kept; a row its run was writing when it
+    stopped is taken back or kept whole, ``GrowingDir.recover``); ``overwrite``: replace it;
+    neither: an existing file with rows is refused. A file changed since specbound wrote it is
+    refused either way, and so is a write after another tracker wrote into the folder."""
 
     def __init__(
         self,
@@ -114,10 +142,12 @@ class TrackFile:
         self.dir = Path(out)
         self.csv = self.dir / TRACK_CSV
         self.json = self.dir / TRACK_JSON
+        self.folder = track_folder(self.dir)
         self.columns: list[str] = []
         self.rows: list[dict[str, str]] = []
         self.meta = dict(meta)
         self._marked = False
+        self._sha: str | None = None  # track.csv's checksum as this writer last recorded it
         self._check_and_load(resume, overwrite)
 
     @property
@@ -131,6 +161,13 @@ class TrackFile:
                 continue
         return out
 
+    def _busy(self) -> SpecboundError:
+        return SpecboundError(
+            f"another specbound Tracker is writing to {self.dir}; stop it or choose another ",
+            Param("out"),
+            " directory",
+        )
+
     def _mark(self) -> None:
         """Write track.json (before the first row): the file is specbound's."""
         text = json.dumps(
@@ -139,14 +176,29 @@ class TrackFile:
             default=str,
         )
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with atomic_file(self.json, "w") as fh:
-                fh.write(text + "\n")
+            with self._locked():
+                self.folder.replace(TRACK_JSON, (text + "\n").encode("utf-8"))
         except OSError as exc:
             raise SpecboundError(
-                f"cannot write {self.json}: {exc.strerror or exc}; choose another out directory"
+                f"cannot write {self.json}: {exc.strerror or exc}; choose another ",
+                Param("out"),
+                " directory",
             ) from None
         self._marked = True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the folder's lock; refuse when another tracker wrote track.csv since this one
+        last did (its checksum moved)."""
+        with self.folder.locked(self._busy, wait=LOCK_WAIT):
+            if self.folder.recorded(TRACK_CSV) != self._sha:
+                raise SpecboundError(
+                    f"{self.csv} was written by another specbound Tracker after this one opened "
+                    "it; one tracker per directory: stop the other or choose another ",
+                    Param("out"),
+                    " directory",
+                )
+            yield
 
     def _ours(self) -> bool:
         if not self.json.is_file():
@@ -157,29 +209,55 @@ class TrackFile:
             return False
         return True
 
-    def _check_and_load(self, resume: bool, overwrite: bool) -> None:
+    def _check_folder(self) -> None:
+        """Refuse a directory that is no place for a track: a file, files of ours that are not
+        regular files or were changed since specbound wrote them, another specbound output."""
         if self.dir.exists() and not self.dir.is_dir():
             raise SpecboundError(f"out {self.dir} is a file; pass a directory for track.csv")
         for p in (self.csv, self.json):
             if p.exists() and not p.is_file():
                 raise SpecboundError(
-                    f"{p} exists and is not a regular file; move it away or choose another "
-                    "out directory"
+                    f"{p} exists and is not a regular file; move it away or choose another ",
+                    Param("out"),
+                    " directory",
                 )
         if self.json.exists() and not self._ours():
             raise SpecboundError(
-                f"{self.json} was not written by specbound; move it away or "
-                "choose another out directory"
+                f"{self.json} was not written by specbound; move it away or choose another ",
+                Param("out"),
+                " directory",
             )
+        manifest = read_manifest(self.dir)
+        if manifest is None:
+            return  # a new folder, or a track written before track folders had a manifest
+        if manifest.get("kind") != "track":
+            raise SpecboundError(
+                f"{self.dir} holds a specbound {manifest.get('kind') or 'results'} folder "
+                f"({MANIFEST}), not a track; choose another ",
+                Param("out"),
+                " directory",
+            )
+        changed = self.folder.changed(appended=(TRACK_CSV,))
+        if changed:
+            raise SpecboundError(
+                f"{self.dir / changed[0]} was changed since specbound wrote it; move it away "
+                "(specbound never overwrites files it did not write) or choose another ",
+                Param("out"),
+                " directory",
+            )
+
+    def _check_and_load(self, resume: bool, overwrite: bool) -> None:
+        self._check_folder()
         if not self.csv.exists():
             return
         if not self._ours():
             raise SpecboundError(
                 f"{self.csv} exists and was not written by specbound (no "
-                f"{TRACK_JSON}); move it away or choose another out directory"
+                f"{TRACK_JSON}); move it away or choose another ",
+                Param("out"),
+                " directory",
             )
-        df_rows = _read_rows(self.csv)
-        header, rows = df_rows[0], df_rows[1]
+        header, rows = _read_rows(self.csv)
         if tuple(header[:3]) != BASE_COLUMNS:
             raise SpecboundError(
                 f"{self.csv} does not start with {','.join(BASE_COLUMNS)}; it "
@@ -190,10 +268,26 @@ class TrackFile:
                 f"{self.csv} already holds {len(rows)} rows of an earlier run; pass "
                 "resume=True to continue it or overwrite=True to replace it"
             )
+        self._adopt()
         if overwrite:
             return  # replaced by the first row (temp file + rename)
         self.columns = header
         self.rows = [dict(zip(header, r, strict=False)) for r in rows]
+
+    def _adopt(self) -> None:
+        """Make the track folder's manifest say what is there before writing into it: a track
+        written before track folders had a manifest is recorded as it is, a row an interrupted
+        run was writing is taken back (cut) or recorded (whole)."""
+        legacy = self.folder.manifest() is None
+        try:
+            with self.folder.locked(self._busy, wait=LOCK_WAIT):
+                if legacy:
+                    self.folder.record(TRACK_JSON, TRACK_CSV)
+                else:
+                    self.folder.recover(TRACK_CSV)
+                self._sha = self.folder.recorded(TRACK_CSV)
+        except OSError as exc:
+            raise _disk_error(self.csv, exc) from None
 
     def append(self, row: Mapping[str, Any], tail: Sequence[str]) -> dict[str, str]:
         """Append ``row`` (a whole row, or nothing on a write error); keys not yet in the
@@ -225,41 +319,26 @@ class TrackFile:
             self._rewrite(columns, [*self.rows, cells])
             self.columns = columns
         else:
-            self._append_line(_encode([cells.get(c, "") for c in self.columns]))
+            self._write_csv(_encode([cells.get(c, "") for c in self.columns]), append=True)
         self.rows.append(cells)
         return cells
 
-    def _append_line(self, text: str) -> None:
-        data = text.encode("utf-8")
-        try:
-            fd = os.open(self.csv, os.O_WRONLY | os.O_APPEND)
-        except OSError as exc:
-            raise _disk_error(self.csv, exc) from None
-        try:
-            size = os.fstat(fd).st_size
-            try:
-                view = memoryview(data)
-                while view:
-                    done = _write(fd, view)
-                    view = view[done:]
-                os.fsync(fd)
-            except OSError as exc:
-                try:  # leave only whole rows
-                    os.ftruncate(fd, size)
-                    os.fsync(fd)
-                except OSError:
-                    pass
-                raise _disk_error(self.csv, exc) from None
-        finally:
-            os.close(fd)
-
     def _rewrite(self, columns: list[str], rows: list[dict[str, str]]) -> None:
         text = _encode(columns) + "".join(_encode([r.get(c, "") for c in columns]) for r in rows)
+        self._write_csv(text, append=False)
+
+    def _write_csv(self, text: str, *, append: bool) -> None:
+        """Append ``text`` (whole rows) to track.csv, or replace the file by it (atomic), under
+        the folder's lock, checksummed (``io.growing``); an OSError (a full disk) leaves the
+        rows written before whole and is one line naming the file."""
+        data = text.encode("utf-8")
         try:
-            with atomic_file(self.csv, "w") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
+            with self._locked():
+                if append:
+                    self.folder.append(TRACK_CSV, data)
+                else:
+                    self.folder.replace(TRACK_CSV, data)
+                self._sha = self.folder.recorded(TRACK_CSV)
         except OSError as exc:
             raise _disk_error(self.csv, exc) from None
 
