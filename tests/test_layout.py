@@ -513,8 +513,8 @@ REACHED_INDIRECTLY: dict[str, str] = {
     "measures.data.sharpness": _DATA_MEASURES,
     "report.figures.scale": "a scaling study's figures: studies.scale writes its report with "
     "them (tests/studies/scale/)",
-    "studies.answer": "the words of a study's answer: studies.correlate.multizoo.study and its page "
-    "(tests/studies/test_multizoo.py, tests/report/test_study_pages.py)",
+    "studies.answer": "the words of a study's answer: studies.correlate.multizoo.study and its "
+    "page (tests/studies/correlate/multizoo/, tests/report/test_study_pages.py)",
     "studies.correlate.rows": "one row of correlation.csv: studies.correlate.correlate "
     "(tests/studies/correlate/test_run.py recomputes the rows by brute force)",
     "studies.trajectory_answer": "the words of a trajectory page: report.pages.trajectory "
