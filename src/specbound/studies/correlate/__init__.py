@@ -7,7 +7,9 @@ protocol itself (its statistics, contrasts, tables' columns, verdict rules) is
 - :mod:`.rules`: the baselines, the bootstrap settings' checks, a row's verdict words;
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
-- :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables);
+- :mod:`.run`: one zoo's study (manifest -> plan -> ``engine.map`` -> tables);
+- :mod:`.driver`: one study into one folder, what ``specbound correlate`` runs (pooling, resume,
+  the data workers' default);
 - :mod:`.result`: ``Correlation``, its JSON and its output folder, the output schema.
 """
 

@@ -1,10 +1,11 @@
-"""The correlate driver: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
+"""One zoo's correlate study: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
 
 ``correlate`` runs three private stages: ``_prepare`` (every input check, the zoo, the gap, the
 plan, the engine), ``_sweep`` (``analysis.sweep.analyze_models``, one models-table row per
 analyzed model) and ``_assemble`` (measures, bound forms, data measures, the SPEC 10 tables,
 the notes). The result and its output schema (models.csv, correlation.csv, differences.csv,
-skipped.csv, correlate.json): :mod:`.result`.
+skipped.csv, correlate.json): :mod:`.result`. A study into a folder (several zoos pooled,
+correlate folders re-evaluated, resume records, the data workers' default): :mod:`.driver`.
 """
 
 from __future__ import annotations
