@@ -11,7 +11,7 @@ import typer
 
 from ..engines import options_for
 from ..naming import printable
-from .app import Command, app, fail, handle_errors
+from .app import Command, app, fail, flag_of, handle_errors
 from .common import print_json
 from .options import (
     DEFAULT_ENGINE,
@@ -147,6 +147,7 @@ def correlate(
         progress=Progress() if quiet else Progress(_note, _line, _resumed),
         page=functools.partial(correlation_page, figure_formats=formats),
         ready=require_matplotlib,  # after the cheap input checks: a bad input is told first
+        flag=flag_of,  # skip reasons and notes name the flags
     )
     if as_json:
         print_json(written.summary())

@@ -11,6 +11,11 @@ schema, with this folder's ``kind`` and a ``sha256`` per file it rewrites)::
     with g.locked(busy):    # flock on the lock file; busy(): the error when another writer holds it
         g.write("zoo.csv", text)  # the checksum first, then the file (atomic)
 
+A folder of entries the caller writes itself (resume records, each an ``io.codec`` record that
+carries its own checksums) lists them with ``g.add(names)`` before writing them, and
+``g.remove(names)`` deletes those of them (the caller checks each listed name) and the
+manifest, then the folder when nothing else is left.
+
 Rules: the lock file is created, never truncated, and held (``flock``) while writing; a file is
 recorded before it is written, so a crash in between leaves a mismatch (refused), never an
 unrecorded file; entries under ``dirs`` are the caller's (each written as an owner-marked temp
@@ -29,7 +34,7 @@ from typing import Any
 
 from ..errors import SpecboundError
 from .files import atomic_write_text
-from .outdir import read_manifest, write_manifest
+from .outdir import MANIFEST, read_manifest, write_manifest
 
 
 def file_sha256(path: Path) -> str | None:
@@ -102,6 +107,52 @@ class GrowingDir:
         sha[name] = hashlib.sha256(text.encode()).hexdigest()
         self._write_manifest(sha)
         atomic_write_text(self.root / name, text)
+
+    # --- entries the caller writes itself (resume records: ``io.codec`` checks their bytes) ---
+
+    def entries(self) -> list[str]:
+        """The entries :meth:`add` listed (the manifest's ``files`` beyond ``files`` and the
+        lock), in order; [] when there is no manifest of this kind."""
+        fixed = {*self.files, self.lock}
+        listed = (self.manifest() or {}).get("files", [])
+        return [f for f in listed if isinstance(f, str) and f not in fixed and "/" not in f]
+
+    def add(self, names: Sequence[str]) -> None:
+        """List ``names`` (top-level files the caller writes, each checked by its own format)
+        in the manifest before they are written: a crash in between leaves a listed file
+        absent, never an unlisted one. A manifest of another kind there is refused."""
+        man = self.manifest()
+        if man is None and (self.root / MANIFEST).exists():
+            raise SpecboundError(
+                f"{self.root / MANIFEST} was not written by specbound for a {self.kind} folder; "
+                "move it away"
+            )
+        have = self.entries()
+        new = [n for n in names if n not in have]
+        if man is not None and not new:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_manifest(
+            self.root,
+            [*self.files, self.lock, *have, *new],
+            list(self.dirs),
+            kind=self.kind,
+            sha256=dict((man or {}).get("sha256", {})),
+        )
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Delete ``names`` (the caller's entries it still vouches for, plain files only, never
+        a link), the lock and the manifest when it is of this kind, then the folder when
+        nothing else is left (a user's file stays, and so does the folder)."""
+        listed = self.manifest() is not None
+        for name in [*names, *([self.lock] if listed else [])]:
+            p = self.root / name
+            if p.is_file() and not p.is_symlink():
+                p.unlink(missing_ok=True)
+        if listed:
+            (self.root / MANIFEST).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.root.rmdir()  # only when empty
 
 
 __all__ = ["GrowingDir", "file_sha256"]

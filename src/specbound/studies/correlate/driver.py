@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...analysis.records import clear_records, state_dir_for
 from ...engines import resolve
-from ...errors import Param, SpecboundError
+from ...errors import Param, SpecboundError, Spelling
 from ...io.outdir import check_output_dir
 from ...validation import check_params
 from . import pool as P
@@ -168,10 +168,12 @@ def correlate_into(
     progress: Progress | None = None,
     page: Page | None = None,
     ready: Callable[[], None] | None = None,
+    flag: Spelling | None = None,
 ) -> Written:
     """Run the correlate study ``options`` describes and write it into ``out`` (module doc).
 
-    ``engine``/``engine_options``: as :func:`.run.correlate`'s. Raises ``SpecboundError`` for a
+    ``engine``/``engine_options``, ``flag`` (how a skip reason or a note names a parameter: the
+    CLI gives its flags): as :func:`.run.correlate`'s. Raises ``SpecboundError`` for a
     bad input before any work; a model that fails is listed in skipped.csv, never the end of
     the study."""
     o, tell = options, progress or Progress()
@@ -183,7 +185,8 @@ def correlate_into(
         ready()
     resume = bool(eng.distributed) and parts is None and len(o.zoos) <= 1
     if parts is None:
-        parts, lost, single = _analyzed(o, plan, eng, tell, state_dir_for(out) if resume else None)
+        state = state_dir_for(out) if resume else None
+        parts, lost, single = _analyzed(o, plan, eng, tell, state, flag)
     else:
         lost, single = [], None
     result = single or P.pool(parts, bootstrap=o.bootstrap, seed=o.seed, primary=o.primary)
@@ -202,7 +205,12 @@ def _read_parts(folders: list[Path], grid: Sequence[Path] | None) -> list[P.Part
 
 
 def _analyzed(
-    o: CorrelateOptions, plan: _Plan, eng: Engine, tell: Progress, state_dir: Path | None
+    o: CorrelateOptions,
+    plan: _Plan,
+    eng: Engine,
+    tell: Progress,
+    state_dir: Path | None,
+    flag: Spelling | None,
 ) -> tuple[list[P.Part], list[str], Correlation | None]:
     """Each zoo analyzed (:func:`.run.correlate`): (their parts, the models whose data measures
     failed, the result itself when there is one zoo: nothing to pool)."""
@@ -229,6 +237,7 @@ def _analyzed(
                 primary=o.primary,
                 state_dir=state_dir,
                 on_resume=None if state_dir is None else tell.on_resume,
+                flag=flag,
             )
         )
     lost = [m for r in each for m in r.data_failed]
