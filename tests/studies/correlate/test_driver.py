@@ -6,7 +6,6 @@ own tests are test_run.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from specbound.analysis.records import MANIFEST, state_dir_for
+from specbound.analysis.records import MANIFEST, RecordStore, state_dir_for
 from specbound.errors import SpecboundError
 from specbound.studies.correlate import driver as D
 from specbound.studies.correlate import pool as P
@@ -150,10 +149,9 @@ def _distributed() -> Any:
 
 def _records(state: Path, user_file: bool) -> None:
     """A resume folder as a run left it: one record of ours listed, maybe a user's file."""
-    state.mkdir(parents=True)
     key = "0" * 32
+    RecordStore(state)._remember(key)  # listed, then written
     (state / f"{key}.json").write_text("{}")
-    (state / MANIFEST).write_text(json.dumps({"format": "x", "records": [key]}))
     if user_file:
         (state / "notes.txt").write_text("mine")
 
