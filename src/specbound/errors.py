@@ -12,7 +12,7 @@ parameter -> flag (:func:`specbound.cli.app.cli_message`), never by rewriting me
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -36,8 +36,28 @@ class Param:
         return flag if self.value is None else f"{flag} {self.value}"
 
 
-def _joined(parts: tuple[object, ...], show: Callable[[object], str]) -> str:
+def _joined(parts: Sequence[object], show: Callable[[object], str]) -> str:
     return " ".join("".join(show(p) for p in parts).split())
+
+
+#: How a caller names a parameter in a message: ``flag(name)``, or None for its Python name.
+Spelling = Callable[[str], "str | None"]
+
+
+def spelled(parts: Sequence[object], flag: Spelling | None = None) -> str:
+    """``parts`` (strings, and :class:`Param` for each parameter named) as one line: each
+    parameter ``p`` written ``flag(p.name)`` (a CLI flag) where that is not None, else by its
+    Python name. For a message that is not raised (a skip reason, a note), as
+    :meth:`SpecboundError.render` for one that is."""
+
+    def show(part: object) -> str:
+        if isinstance(part, Param) and flag is not None:
+            f = flag(part.name)
+            if f is not None:
+                return part.as_flag(f)
+        return str(part)
+
+    return _joined(parts, show)
 
 
 class SpecboundError(ValueError):
@@ -55,15 +75,7 @@ class SpecboundError(ValueError):
     def render(self, flag: Callable[[str], str | None]) -> str:
         """The message with each parameter ``p`` written ``flag(p.name)`` (a CLI flag), or by its
         Python name where ``flag`` gives None."""
-
-        def show(part: object) -> str:
-            if isinstance(part, Param):
-                f = flag(part.name)
-                if f is not None:
-                    return part.as_flag(f)
-            return str(part)
-
-        return _joined(self.parts, show)
+        return spelled(self.parts, flag)
 
 
 class SpecboundValueError(SpecboundError):

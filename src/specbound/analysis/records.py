@@ -14,8 +14,11 @@ That folder is writable by other users and processes, so nothing in it is truste
   checkpoint itself (``spectra_fn``), so its sizes, parameter count, bounds and measures are
   computed, not read: a forged record cannot put a number into models.csv that the
   checkpoint's own spectra would not give;
-- the records this process wrote are listed in ``.specbound-records.json``; ``clear`` deletes
-  exactly those (and that list), then the folder when it is empty. A user's file there stays.
+- the folder is an ``io.growing.GrowingDir`` of kind ``sweep-records``: the records this process
+  wrote are listed in its manifest (``io.outdir``'s one schema, ``.specbound-manifest.json``)
+  before they are written; ``clear`` deletes exactly those (and the manifest), then the folder
+  when it is empty. A user's file there stays. A folder of the older layout (its list in
+  ``.specbound-records.json``) is read and cleared the same way.
 
 ``key`` (``sweep_key``) is ``cache.cache_key`` of the checkpoint (config, weight-file stamps and
 sampled bytes, spec, adapter) plus the name and the analysis options, so a re-run skips exactly
@@ -25,7 +28,6 @@ are keyed by their name (pin ``@revision``).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -41,7 +43,9 @@ from ..errors import SpecboundError
 from ..io.cache import cache_key
 from ..io.checkpoint import load_checkpoint
 from ..io.codec import RecordError, read_record, record_paths, write_record
-from ..io.files import atomic_write_text, dumps_json, json_safe
+from ..io.files import json_safe
+from ..io.growing import GrowingDir
+from ..io.outdir import MANIFEST as OUTDIR_MANIFEST
 from ..linalg.cache import from_arrays, spectra_arrays
 from . import analyze
 from .sizes import local_dir
@@ -52,9 +56,12 @@ if TYPE_CHECKING:
 
 #: Suffix of the sweep state directory the CLI keeps beside ``--out``.
 STATE_SUFFIX = ".specbound-sweep"
-#: The list of records this process wrote (what ``clear`` may delete).
-MANIFEST = ".specbound-records.json"
-MANIFEST_FORMAT = "specbound-sweep-records"
+#: The manifest listing the records this process wrote (what ``clear`` may delete).
+MANIFEST = OUTDIR_MANIFEST
+#: The folder's kind in that manifest.
+FOLDER_KIND = "sweep-records"
+#: The list of records of the older layout (read and cleared, never written).
+OLD_MANIFEST = ".specbound-records.json"
 #: ``kind`` of a record in ``io.codec``.
 RECORD_KIND = "sweep-record"
 _KEY_VERSION = "2"
@@ -66,6 +73,11 @@ def state_dir_for(out: str | os.PathLike[str]) -> Path:
     (outside OUT, which is written as a whole at the end)."""
     path = Path(os.path.abspath(out))
     return path.parent / f".{path.name}{STATE_SUFFIX}"
+
+
+def _folder(directory: Path) -> GrowingDir:
+    """The state folder as the one growing-folder mechanism sees it (its entries: records)."""
+    return GrowingDir(directory, kind=FOLDER_KIND, files=(), dirs=(), lock=".specbound-sweep.lock")
 
 
 def _options_text(analyze_kwargs: Mapping[str, Any]) -> str:
@@ -107,6 +119,7 @@ class RecordStore:
 
     def __init__(self, directory: Path, warn: Callable[[str], None] | None = None) -> None:
         self.directory = Path(directory)
+        self.folder = _folder(self.directory)
         self.warn = warn or _warn
 
     # --- writing -------------------------------------------------------------------------
@@ -126,35 +139,22 @@ class RecordStore:
         write_record(self.directory / key, meta, arrays, kind=RECORD_KIND)
 
     def _remember(self, key: str) -> None:
-        keys = self.written()
-        if key in keys:
-            return
-        keys.append(key)
-        text = dumps_json({"format": MANIFEST_FORMAT, "records": keys}) + "\n"
-        atomic_write_text(self.directory / MANIFEST, text)
+        self.folder.add([p.name for p in record_paths(self.directory / key)])
 
     def written(self) -> list[str]:
-        """Keys listed in the manifest (well-formed keys only; a damaged manifest lists none)."""
-        try:
-            data = json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []
-        keys = data.get("records") if isinstance(data, dict) else None
-        if not isinstance(keys, list):
-            return []
-        return [k for k in keys if isinstance(k, str) and _KEY.match(k)]
+        """Keys of the records listed (well-formed keys only; a damaged list lists none)."""
+        keys = []
+        for name in [*self.folder.entries(), *(f"{k}.json" for k in _old_keys(self.directory))]:
+            key = name.split(".", 1)[0]
+            if _KEY.match(key) and key not in keys:
+                keys.append(key)
+        return keys
 
     def clear(self) -> None:
         """Delete the records this store lists (and the list), then the folder when empty."""
-        for key in self.written():
-            for p in record_paths(self.directory / key):
-                if p.is_file() and not p.is_symlink():
-                    p.unlink(missing_ok=True)
-        manifest = self.directory / MANIFEST
-        if manifest.is_file() and not manifest.is_symlink():
-            manifest.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self.directory.rmdir()  # only when nothing else is left
+        names = [p.name for k in self.written() for p in record_paths(self.directory / k)]
+        names.append(OLD_MANIFEST)  # the older layout's list, when there is one
+        self.folder.remove(names)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -175,6 +175,18 @@ class RecordStore:
             why = exc.reason if isinstance(exc, RecordError) else str(exc)
             self.warn(f"resume record {stem}.json is invalid ({why}); recomputing {job.label}")
             return None
+
+
+def _old_keys(directory: Path) -> list[str]:
+    """Keys the older layout's list names (``OLD_MANIFEST``; none when absent or damaged)."""
+    try:
+        data = json.loads((directory / OLD_MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    keys = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(keys, list):
+        return []
+    return [k for k in keys if isinstance(k, str) and _KEY.match(k)]
 
 
 def clear_records(state_dir: str | os.PathLike[str]) -> None:

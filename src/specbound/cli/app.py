@@ -182,8 +182,16 @@ def cli_message(exc: SpecboundError, flags: dict[str, str] | None = None) -> str
     ``--init X``): the running command's option of that name (``flags``, default
     :func:`command_flags`), else :data:`FLAGS`, else the parameter's Python name. The rest of
     the message is printed as it is."""
-    own = command_flags() if flags is None else flags
-    return exc.render(lambda name: own.get(name) or FLAGS.get(name))
+    return exc.render(
+        flag_of if flags is None else (lambda name: flags.get(name) or FLAGS.get(name))
+    )
+
+
+def flag_of(name: str) -> str | None:
+    """The flag that sets the library parameter ``name`` in the running command (its own
+    option, else :data:`FLAGS`), None where there is none: the ``flag`` a library message
+    (``errors.spelled``) is written with in the CLI."""
+    return command_flags().get(name) or FLAGS.get(name)
 
 
 #: Allocation failures of torch and CUDA, which raise RuntimeError rather than MemoryError.

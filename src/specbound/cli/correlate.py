@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..engines import options_for
 from ..naming import printable
-from ..validation import check_params
-from .app import Command, app, fail, handle_errors
-from .common import clear_sweep_state, make_engine, print_json, sweep_state
+from .app import Command, app, fail, flag_of, handle_errors
+from .common import print_json
 from .options import (
     DEFAULT_ENGINE,
     Device,
@@ -27,6 +28,9 @@ from .options import (
     check_figure_formats,
     out_option,
 )
+
+if TYPE_CHECKING:
+    from ..studies.correlate.result import Correlation
 
 
 @app.command(cls=Command)
@@ -119,103 +123,72 @@ def correlate(
     ray_address: RayAddress = None,
 ) -> None:
     """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
-    from ..io import check_output_dir, write_report_page
     from ..report.figures.style import require_matplotlib
-    from ..report.pages.correlate import correlation_page
-    from ..studies.correlate import correlate as run_correlate
-    from ..studies.correlate import multizoo as P
+    from ..studies.correlate.driver import CorrelateOptions, Progress, correlate_into
 
     formats = check_figure_formats(figure_formats)
-    zoos = list(zoo or [])
-    if (not zoos and manifest is None) or (zoos and manifest is not None):
-        fail("correlate needs a zoo: ZOO directories (or correlate folders) or --manifest FILE.csv")
-    folders = [z for z in zoos if P.is_result_folder(z)]
-    if folders and len(folders) != len(zoos):
-        fail("pass either zoo directories or correlate folders, not both")
-    if grid and (not folders or len(grid) != len(folders)):
-        fail("--grid goes with correlate folders, one zoo directory per folder, in order")
-    if folders and (data_measures or data_workers is not None):
-        fail(
-            "--data-measures: a correlate folder's measures are read from its models.csv; "
-            "run correlate on the zoo directory to compute them"
-        )
-    P.check_distinct(zoos)
-    source = manifest if manifest is not None else zoos[0]
-    # correlate()'s own constraints, before the engine starts and before a folder is read
-    # (pool(), the folders' path, accepts bootstrap 0 too: the command does not)
-    # (and before the plot extra is required: a bad value is told first, everywhere)
-    scalars = {"bootstrap": bootstrap, "seed": seed}
-    if data_workers is not None:
-        scalars["data_workers"] = data_workers
-    check_params(scalars, run_correlate.parameter_constraints)  # type: ignore[attr-defined]
-    if data_workers is not None and not data_measures:
-        fail("--data-workers goes with --data-measures (it sets the processes computing them)")
-    eng = make_engine(engine, ray_address)
-    if data_workers is None:
-        from ..studies.correlate.data import default_workers
-
-        data_workers = default_workers(device) if data_measures else 1
-    # every input: zoos or correlate folders, --manifest, --grid; a single correlate folder may
-    # be re-evaluated in place (--out equal to it): it is read whole before the write
-    check_output_dir(
-        out,
-        inputs=[*zoos, *([manifest] if manifest is not None else []), *(grid or [])],
-        replaces=folders[0] if len(folders) == 1 else None,
-    )
-    parts = None
-    if folders:  # read (and checked) now: cheap, and a bad input is told before the extra
-        given: list[Path | None] = list(grid) if grid else [None] * len(folders)
-        parts = [P.read_part(f, g) for f, g in zip(folders, given, strict=True)]
-    require_matplotlib()  # after the cheap input checks; a zoo's manifest is read by the run
-
-    def note(i: int, n: int, name: str, error: str | None) -> None:
-        if not quiet:
-            line = f"{name}" + (f": skipped: {error}" if error else "")
-            sys.stderr.write(f"[{i}/{n}] {printable(line)}\n")
-
-    def progress_line(line: str) -> None:
-        sys.stderr.write(line + "\n")
-
-    run_one = functools.partial(
-        run_correlate,
+    options = CorrelateOptions(
+        zoos=list(zoo or []),
+        manifest=manifest,
+        grid=grid,
         axes=axes,
         gap=gap,
         include_unconverged=include_unconverged,
-        cache=not no_cache,
-        device=device,
-        on_model=note,
-        engine=eng,
+        bootstrap=bootstrap,
+        seed=seed,
+        primary=primary,
         data_measures=data_measures,
         data_workers=data_workers,
-        on_data=None if quiet else progress_line,
-        primary=primary,
+        device=device,
+        cache=not no_cache,
     )
-    if parts is not None:
-        result = P.pool(parts, bootstrap=bootstrap, seed=seed, primary=primary)
-        lost: list[str] = []
-    elif len(zoos) > 1:  # each zoo's models, then the statistics over all of them
-        # (correlate refuses bootstrap 0, so each zoo's own tables are computed and dropped)
-        each = [run_one(z, bootstrap=bootstrap, seed=seed) for z in zoos]
-        lost = [m for r in each for m in r.data_failed]
-        result = P.pool(
-            [P.part_of(r) for r in each], bootstrap=bootstrap, seed=seed, primary=primary
-        )
-    else:
-        result = run_one(source, bootstrap=bootstrap, seed=seed, **sweep_state(eng, out, quiet))
-        lost = list(result.data_failed)
-    page = correlation_page(result, out, figure_formats=formats)
-    result.to_dir(out, extra=lambda tmp: write_report_page(tmp, page(tmp)))
-    clear_sweep_state(eng, out, result.skipped.empty)
+    written = correlate_into(
+        out,
+        options,
+        engine=engine,
+        engine_options=options_for(engine, address=ray_address),
+        progress=Progress() if quiet else Progress(_note, _line, _resumed),
+        page=functools.partial(_report_page, figure_formats=formats),
+        ready=require_matplotlib,  # after the cheap input checks: a bad input is told first
+        flag=flag_of,  # skip reasons and notes name the flags
+    )
     if as_json:
-        print_json(result.cli_summary(out))
+        print_json(written.summary())
     elif not quiet:
         from ..report.terminal_correlate import print_correlation
 
-        print_correlation(result, out=out)
-    if lost:
+        print_correlation(written.result, out=written.out)
+    if written.data_failed:
+        lost, where = written.data_failed, written.out
         fail(
-            f"data measures failed for {len(lost)} models (listed in {out / 'skipped.csv'} with "
-            f"the reason; first: {lost[0]}); the other models are written to {out}; run the same "
-            "command again to retry them",
+            f"data measures failed for {len(lost)} models (listed in {where / 'skipped.csv'} "
+            f"with the reason; first: {lost[0]}); the other models are written to {where}; run "
+            "the same command again to retry them",
             code=1,
         )
+
+
+def _note(i: int, n: int, name: str, error: str | None) -> None:
+    """One model done (or skipped, with the reason): ``[i/n] name`` on stderr."""
+    line = f"{name}" + (f": skipped: {error}" if error else "")
+    sys.stderr.write(f"[{i}/{n}] {printable(line)}\n")
+
+
+def _line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def _resumed(name: str) -> None:
+    sys.stderr.write(f"resumed {printable(name)} (finished earlier)\n")
+
+
+def _report_page(
+    result: Correlation, out: Path, *, figure_formats: str | tuple[str, ...] | None
+) -> Callable[[Path], object]:
+    """The write's ``extra``: the correlate page's text (report/), written by io into the
+    temporary folder with the tables."""
+    from ..io import write_report_page
+    from ..report.pages.correlate import correlation_page
+
+    text = correlation_page(result, out, figure_formats=figure_formats)
+    return lambda tmp: write_report_page(tmp, text(tmp))

@@ -21,6 +21,11 @@ at a time: ``g.locked(busy, wait=10.0)`` waits that long for another writer's wr
     g.recover("track.csv")         # resume: take such an append back (a cut row) or record it
     g.record("track.json")         # adopt a file written before the folder had a manifest
 
+A folder of entries the caller writes itself (resume records, each an ``io.codec`` record that
+carries its own checksums) lists them with ``g.add(names)`` before writing them, and
+``g.remove(names)`` deletes those of them (the caller checks each listed name) and the
+manifest, then the folder when nothing else is left.
+
 Rules: the lock file is created, never truncated, and held (``flock``) while writing; a file is
 recorded before it is written, so a crash in between leaves a mismatch (refused), never an
 unrecorded file (an appended file: appended first, then recorded, so a crash in between
@@ -42,7 +47,7 @@ from typing import Any
 
 from ..errors import SpecboundError
 from .files import atomic_file, atomic_write_text
-from .outdir import read_manifest, write_manifest
+from .outdir import MANIFEST, read_manifest, write_manifest
 
 #: The low-level write of :meth:`GrowingDir.append` (tests replace it to simulate a full disk).
 _write = os.write
@@ -209,6 +214,52 @@ class GrowingDir:
         else:
             os.truncate(path, end)
         return True
+
+    # --- entries the caller writes itself (resume records: ``io.codec`` checks their bytes) ---
+
+    def entries(self) -> list[str]:
+        """The entries :meth:`add` listed (the manifest's ``files`` beyond ``files`` and the
+        lock), in order; [] when there is no manifest of this kind."""
+        fixed = {*self.files, self.lock}
+        listed = (self.manifest() or {}).get("files", [])
+        return [f for f in listed if isinstance(f, str) and f not in fixed and "/" not in f]
+
+    def add(self, names: Sequence[str]) -> None:
+        """List ``names`` (top-level files the caller writes, each checked by its own format)
+        in the manifest before they are written: a crash in between leaves a listed file
+        absent, never an unlisted one. A manifest of another kind there is refused."""
+        man = self.manifest()
+        if man is None and (self.root / MANIFEST).exists():
+            raise SpecboundError(
+                f"{self.root / MANIFEST} was not written by specbound for a {self.kind} folder; "
+                "move it away"
+            )
+        have = self.entries()
+        new = [n for n in names if n not in have]
+        if man is not None and not new:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_manifest(
+            self.root,
+            [*self.files, self.lock, *have, *new],
+            list(self.dirs),
+            kind=self.kind,
+            sha256=dict((man or {}).get("sha256", {})),
+        )
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Delete ``names`` (the caller's entries it still vouches for, plain files only, never
+        a link), the lock and the manifest when it is of this kind, then the folder when
+        nothing else is left (a user's file stays, and so does the folder)."""
+        listed = self.manifest() is not None
+        for name in [*names, *([self.lock] if listed else [])]:
+            p = self.root / name
+            if p.is_file() and not p.is_symlink():
+                p.unlink(missing_ok=True)
+        if listed:
+            (self.root / MANIFEST).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.root.rmdir()  # only when empty
 
 
 def _flock(fd: int, busy: Callable[[], SpecboundError], wait: float) -> None:

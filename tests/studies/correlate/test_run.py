@@ -457,6 +457,8 @@ def test_cli_correlate_end_to_end(tmp_path, capsys):
     skipped = pd.read_csv(out / "skipped.csv")
     assert list(skipped["model"]) == ["m6", "gone", "broken"]
     assert "unconverged" in skipped["reason"][0] and "does not exist" in skipped["reason"][1]
+    # the CLI's skip reasons name its flags (the library's, its parameters)
+    assert skipped["reason"][0] == "unconverged (excluded; --include-unconverged keeps it)"
     models = pd.read_csv(out / "models.csv")
     assert list(models["model"]) == ["m1", "m2", "m3", "m4", "m5"]
     corr = pd.read_csv(out / "correlation.csv")
@@ -494,6 +496,8 @@ def test_correlate_api_zoo_dir_and_failures(tmp_path):
     assert res.axes == ["depth", "width"] and res.task == "toy"
     assert seen[-1] == "broken" and len(seen) == 8
     assert res.n_unconverged == 1 and len(res.skipped) == 3
+    why = dict(zip(res.skipped["model"], res.skipped["reason"], strict=True))
+    assert why["m6"] == "unconverged (excluded; include_unconverged keeps it)"
     assert res.models["distance_from_init"].notna().all()
     bad = tmp_path / "bad.csv"
     bad.write_text("model,train_acc,test_acc\nnope,1,0.5\n")
@@ -613,6 +617,7 @@ def test_correlate_with_stub_analyzer(tmp_path):
 
     res = C.correlate(tmp_path / "m.csv", bootstrap=200, analyzer=stub)
     assert res.gap == "loss" and res.axes == ["lr"]
+    assert res.notes[0].endswith("not an axis): lr; choose them with axes")
     assert list(res.models["gap"]) == pytest.approx([0.49, 0.69, 0.88])
     assert res.skipped.to_dict("records") == [{"model": "boom", "reason": "RuntimeError: exploded"}]
     assert calls[0][0] == str(tmp_path / "a") and calls[0][1] is None

@@ -7,7 +7,10 @@ protocol itself (its statistics, contrasts, tables' columns, verdict rules) is
 - :mod:`.rules`: the baselines, the bootstrap settings' checks, a row's verdict words;
 - :mod:`.manifest`: reading and validating a manifest or zoo directory;
 - :mod:`.ceiling`: the rank-ceiling diagnosis of the spectrum-adaptive proxy;
-- :mod:`.run`: the driver (manifest -> plan -> ``engine.map`` -> tables);
+- :mod:`.columns`: models.csv's measure columns (registry order, bound forms);
+- :mod:`.run`: one zoo's study (manifest -> plan -> ``engine.map`` -> tables);
+- :mod:`.driver`: one study into one folder, what ``specbound correlate`` runs (pooling, resume,
+  the data workers' default);
 - :mod:`.result`: ``Correlation``, its JSON and its output folder, the output schema;
 - :mod:`.multizoo`: several zoos as one: pooled (``pool``) or side by side in a study
   (``study``: Holm over the independent folders).
@@ -31,6 +34,7 @@ from ..protocol.stats import (
 )
 from ..protocol.tables import DIFFERENCE_COLUMNS, correlation_columns
 from .ceiling import CEILING_COLUMNS, CEILING_THRESHOLD, rank_ceiling
+from .columns import add_bound_forms, measure_registry, output_columns
 from .jobs import Analyzer, missing_configurations, model_worker
 from .manifest import (
     METRIC_COLUMNS,
@@ -53,7 +57,7 @@ from .rules import (
     interval_statistics,
     verdict,
 )
-from .run import add_bound_forms, correlate, measure_registry, output_columns
+from .run import correlate
 from .table import correlation_study, correlation_table, differences
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...analysis.sweep import run_model
-from ...errors import SpecboundError, one_line_reason
+from ...errors import Param, SpecboundError, Spelling, one_line_reason, spelled
 from . import data as D
 from . import manifest as M
 from .ceiling import diagnostics_of
@@ -64,19 +64,27 @@ class Plan:
 
 
 def plan(
-    zoo: M.Zoo, g: np.ndarray, converged: np.ndarray, include_unconverged: bool, gap: str
+    zoo: M.Zoo,
+    g: np.ndarray,
+    converged: np.ndarray,
+    include_unconverged: bool,
+    gap: str,
+    flag: Spelling | None = None,
 ) -> Plan:
     """Which models to analyze: those with a finite gap and (unless ``include_unconverged``)
-    converged."""
+    converged. A skip reason names the parameter that changes it, spelled by ``flag``
+    (``errors.spelled``: the CLI's flags; default the Python names)."""
     base = zoo.manifest.parent
     jobs, skipped, n_unconv = [], {}, 0
     for i, rec in enumerate(zoo.table.to_dict("records")):
         name = str(rec["model"]).strip()
         if not np.isfinite(g[i]):
-            skipped[i] = f"no {gap} gap: a metric of --gap {gap} is missing or not a number"
+            why = (f"no {gap} gap: a metric of ", Param("gap", gap), " is missing or not a number")
+            skipped[i] = spelled(why, flag)
         elif not converged[i] and not include_unconverged:
             n_unconv += 1
-            skipped[i] = "unconverged (excluded; --include-unconverged keeps it)"
+            why = ("unconverged (excluded; ", Param("include_unconverged"), " keeps it)")
+            skipped[i] = spelled(why, flag)
         else:
             init = rec.get("init")
             blank = init is None or (isinstance(init, float) and math.isnan(init))

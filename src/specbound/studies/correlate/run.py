@@ -1,10 +1,11 @@
-"""The correlate driver: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
+"""One zoo's correlate study: manifest -> plan (one job per model) -> ``engine.map`` -> tables.
 
 ``correlate`` runs three private stages: ``_prepare`` (every input check, the zoo, the gap, the
 plan, the engine), ``_sweep`` (``analysis.sweep.analyze_models``, one models-table row per
 analyzed model) and ``_assemble`` (measures, bound forms, data measures, the SPEC 10 tables,
 the notes). The result and its output schema (models.csv, correlation.csv, differences.csv,
-skipped.csv, correlate.json): :mod:`.result`.
+skipped.csv, correlate.json): :mod:`.result`. A study into a folder (several zoos pooled,
+correlate folders re-evaluated, resume records, the data workers' default): :mod:`.driver`.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import numpy as np
 
 from ...analysis.sweep import analyze_models
 from ...engines import resolve
-from ...errors import Param, SpecboundError, SpecboundTypeError
+from ...errors import Param, SpecboundError, SpecboundTypeError, Spelling, spelled
 from ...io.outdir import local_inputs
 from ...linalg.model import DEVICE
-from ...measures import get_measure, measure_names
 from ...validation import (
     WORKERS,
     Boolean,
@@ -39,7 +39,8 @@ from ..protocol.stats import row_ids
 from . import manifest as M
 from . import rules as RU
 from . import table as T
-from .ceiling import CEILING_COLUMNS, FORM_COLUMNS, rank_ceiling
+from .ceiling import CEILING_COLUMNS, rank_ceiling
+from .columns import measure_columns, measure_registry, output_columns
 from .data import data_names, require
 from .jobs import (
     Analyzer,
@@ -59,67 +60,13 @@ if TYPE_CHECKING:
     from ...engines.base import Engine
 
 __all__ = [
-    "OUTPUT_COLUMNS",
     "SKIPPED_COLUMNS",
     "Analyzer",
     "Correlation",
-    "add_bound_forms",
     "correlate",
-    "measure_registry",
     "missing_configurations",
     "model_worker",
-    "output_columns",
 ]
-
-#: Output columns of models.csv that are not measures (a manifest may not use these names).
-OUTPUT_COLUMNS = ("gap", "sample_size_only", *CEILING_COLUMNS, *FORM_COLUMNS)
-
-
-def measure_registry() -> tuple[list[str], dict[str, bool]]:
-    """(SPEC 9 measure names in order, {bound-form measure: value already log10})."""
-    names = measure_names()
-    forms = {n: get_measure(n).log10 for n in names if get_measure(n).bound_form}
-    return names, forms
-
-
-def output_columns() -> list[str]:
-    """Every column correlate adds to models.csv (what a manifest column may not be named)."""
-    names, forms = measure_registry()
-    return [*names, *(f"{n}_per_sqrt_n" for n in forms), *OUTPUT_COLUMNS]
-
-
-def add_bound_forms(
-    table: pd.DataFrame, measures: Sequence[str], forms: dict[str, bool]
-) -> list[str]:
-    """Add ``<name>_per_sqrt_n`` = log10 value - 1/2 log10 n and ``sample_size_only``.
-
-    Only when ``train_size`` is a column with a value for some model; ``sample_size_only``
-    (-1/2 log10 n) only when n varies. Returns the names of the added measures.
-    """
-    import pandas as pd
-
-    if "train_size" not in table.columns:
-        return []
-    n = pd.to_numeric(table["train_size"], errors="coerce").to_numpy(float)
-    n = np.where(n > 0, n, np.nan)
-    if not np.isfinite(n).any():
-        return []
-    half = 0.5 * np.log10(n)
-    added = []
-    for name in measures:
-        if name not in forms or name not in table.columns:
-            continue
-        v = pd.to_numeric(table[name], errors="coerce").to_numpy(float)
-        if not forms[name]:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                v = np.where(v > 0, np.log10(np.where(v > 0, v, 1.0)), np.nan)
-        table[f"{name}_per_sqrt_n"] = v - half
-        added.append(f"{name}_per_sqrt_n")
-    if np.unique(n[np.isfinite(n)]).size > 1:
-        table["sample_size_only"] = -half
-        added.append("sample_size_only")
-    return added
-
 
 # --- the driver ------------------------------------------------------------------------------
 
@@ -156,6 +103,7 @@ _CALLBACK = (None, IsCallable())
         "data_workers": WORKERS,
         "primary": RU.PRIMARY,
         "design": DESIGN,
+        "flag": _CALLBACK,
     }
 )
 def correlate(
@@ -180,6 +128,7 @@ def correlate(
     data_workers: int = 1,
     primary: str = "auto",
     design: str | None = None,
+    flag: Spelling | None = None,
 ) -> Correlation:
     """Analyze every model of a zoo on ``engine`` and compute SPEC 10 for every SPEC 9 measure.
 
@@ -204,10 +153,21 @@ def correlate(
     tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
     checked first (``@validate_params``: ``rules.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
     ``gap.GAP``, ...). ``design``: ``adaptivity`` or None (zoo.json's ``design``): SPEC 10 v5,
-    :func:`.modal.adaptivity_measures`. Output schema: :mod:`.result`.
+    :func:`.modal.adaptivity_measures`. ``flag(name)``: how a skip reason or a note names a
+    parameter (``errors.spelled``; the CLI gives its flags; default: the Python name). Output
+    schema: :mod:`.result`.
     """
     prep = _prepare(
-        zoo, axes, gap, include_unconverged, bootstrap, seed, level, data_measures, data_workers
+        zoo,
+        axes,
+        gap,
+        include_unconverged,
+        bootstrap,
+        seed,
+        level,
+        data_measures,
+        data_workers,
+        flag,
     )
     prep.primary = primary
     prep.design = design if design is not None else prep.zoo.design
@@ -244,6 +204,8 @@ class _Prepared:
     primary: str = "auto"
     #: SPEC 10 v5's design (``adaptivity``) or None.
     design: str | None = None
+    #: How a skip reason or a note names a parameter (``errors.spelled``).
+    flag: Spelling | None = None
 
 
 @dataclass
@@ -272,6 +234,7 @@ def _prepare(
     level: float,
     data_measures: bool,
     data_workers: int,
+    flag: Spelling | None = None,
 ) -> _Prepared:
     """The zoo (its manifest checked), the gap, which models to analyze (``plan``); the
     arguments were checked by ``correlate``'s ``@validate_params``."""
@@ -295,7 +258,7 @@ def _prepare(
         if "converged" in table.columns
         else np.ones(len(table), dtype=bool)
     )
-    p = plan(z, g, converged, include_unconverged, kind)
+    p = plan(z, g, converged, include_unconverged, kind, flag)
     codes = RU.axis_codes(table.iloc[[j[0] for j in p.jobs]], z.axes)
     RU.check_size(
         len(p.jobs),
@@ -315,6 +278,7 @@ def _prepare(
         seed=seed,
         level=level,
         data_workers=data_workers,
+        flag=flag,
     )
 
 
@@ -333,34 +297,61 @@ def _sweep(
     one row per analyzed model: manifest columns, gap, converged, its measures."""
     import pandas as pd
 
-    p, table = prep.plan, prep.table
-    total = len(table)
-    names_of = [str(m).strip() for m in table["model"]]
-    for done, i in enumerate(sorted(p.skipped), start=1):
-        if on_model is not None:
-            on_model(done, total, names_of[i], p.skipped[i])
+    p = prep.plan
+    names_of = [str(m).strip() for m in prep.table["model"]]
     failed: dict[str, str] = {}
-    offset = len(p.skipped)
-
-    def seen(k: int, n: int, label: str) -> None:
-        if on_model is not None:
-            on_model(offset + k, total, label, failed.get(label))
-
     sweep = analyze_models(
         eng,
         [j[1] for j in p.jobs],
         names=[j[3] for j in p.jobs],
         analyze_kwargs={"cache": cache, "device": device},
         per_model_kwargs=[{"init": j[2]} for j in p.jobs],
-        on_model=seen,
+        on_model=_told(on_model, p, names_of, failed),
         on_skip=lambda label, reason: failed.__setitem__(label, reason),
         on_resume=on_resume,
         state_dir=state_dir,
         worker_fn=functools.partial(model_worker, analyzer),
     )
-    records = table.to_dict("records")
-    rows, reasons, row_of, choices = [], dict(p.skipped), [], []
-    for (i, _, _, name), out in zip(p.jobs, sweep.results, strict=True):
+    rows, row_of, choices, reasons = _rows(prep, sweep.results, failed)
+    if not rows:
+        _none_usable(prep.zoo.manifest, names_of, reasons)
+    models = pd.DataFrame(rows)
+    for c in CEILING_COLUMNS:
+        if c not in models.columns:
+            models[c] = math.nan
+    measures = measure_columns(models, prep.table.columns, prep.registry, prep.forms)
+    return _Swept(names_of, models, row_of, reasons, measures, choices=choices)
+
+
+def _told(
+    on_model: Callable[[int, int, str, str | None], None] | None,
+    p: Plan,
+    names_of: list[str],
+    failed: dict[str, str],
+) -> Callable[[int, int, str], None] | None:
+    """Tell ``on_model`` of the planned skips now; the sweep's ``on_model`` for the rest,
+    counted after them (with the reason of a model that ``failed``)."""
+    if on_model is None:
+        return None
+    total = len(names_of)
+    for done, i in enumerate(sorted(p.skipped), start=1):
+        on_model(done, total, names_of[i], p.skipped[i])
+    offset = len(p.skipped)
+
+    def seen(k: int, n: int, label: str) -> None:
+        on_model(offset + k, total, label, failed.get(label))
+
+    return seen
+
+
+def _rows(
+    prep: _Prepared, results: Sequence[Any], failed: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[int], list[Choices | None], dict[int, str]]:
+    """(one row per analyzed model: manifest columns, gap, converged, its measures; each row's
+    manifest row; each row's per-matrix choices; every manifest row left out -> reason)."""
+    records = prep.table.to_dict("records")
+    rows, reasons, row_of, choices = [], dict(prep.plan.skipped), [], []
+    for (i, _, _, name), out in zip(prep.plan.jobs, results, strict=True):
         if out is None:
             reasons[i] = failed.get(name, "not analyzed")
             continue
@@ -372,18 +363,7 @@ def _sweep(
         rows.append(row)
         row_of.append(i)
         choices.append(choices_of(out))
-    if not rows:
-        _none_usable(prep.zoo.manifest, names_of, reasons)
-    models = pd.DataFrame(rows)
-    for c in CEILING_COLUMNS:
-        if c not in models.columns:
-            models[c] = math.nan
-    not_measures = ("gap", *CEILING_COLUMNS, *FORM_COLUMNS)
-    found = [c for c in models.columns if c not in table.columns and c not in not_measures]
-    measures = [m for m in prep.registry if m in models.columns]
-    measures += [m for m in found if m not in measures and m != "converged"]
-    measures += add_bound_forms(models, measures, prep.forms)
-    return _Swept(names_of, models, row_of, reasons, measures, choices=choices)
+    return rows, row_of, choices, reasons
 
 
 def _data_stage(
@@ -446,10 +426,13 @@ def _assemble(
     )
     notes = []
     if default_axes:
-        notes.append(
-            f"axes by default (the varying hyperparameter columns; seed is a replicate, "
-            f"not an axis): {', '.join(z.axes) or 'none'}; choose them with --axes"
+        axes = ", ".join(z.axes) or "none"
+        why = (
+            "axes by default (the varying hyperparameter columns; seed is a replicate, not an "
+            f"axis): {axes}; choose them with ",
+            Param("axes"),
         )
+        notes.append(spelled(why, prep.flag))
     if "converged" not in table.columns:
         notes.append("the manifest has no 'converged' column: every model counts as converged")
     notes += swept.data_notes
