@@ -6,8 +6,9 @@ same way. It decides:
 
 - **pooling**: the sources are zoo directories, a manifest, or folders written by correlate
   (re-evaluated from their models.csv, nothing analyzed again). One zoo (or one manifest) is one
-  :func:`.run.correlate`; several zoos are each analyzed, then pooled (:func:`.multizoo.pool`); one or
-  more correlate folders are pooled as they are. Zoos and folders are never mixed, and ``grid``
+  :func:`.run.correlate`; several zoos are each analyzed, then pooled
+  (:func:`.multizoo.pool`); one or more correlate folders are pooled as they are. Zoos and
+  folders are never mixed, and ``grid``
   (a zoo per folder, for folders written before protocol v3) goes with folders only;
 - **worker defaults**: ``data_workers`` None is one process per usable CPU with data measures
   (1 on a GPU, :func:`.data.default_workers`), else 1;
