@@ -31,5 +31,20 @@ def test_readme_and_ci_run_the_same_commands() -> None:
 def test_core_command_runs_the_whole_suite() -> None:
     core = _readme_commands()[1]
     assert "--noconftest" not in core
-    assert core.endswith("-m pytest -q -p no:cacheprovider"), core
-    assert "pytest hypothesis" in core  # conftest.py and property tests need hypothesis
+    assert core.endswith("-m pytest -n 2 -q -p no:cacheprovider"), core
+    # conftest.py and property tests need hypothesis; -n 2 needs pytest-xdist
+    assert "pytest pytest-xdist hypothesis" in core
+
+
+def test_both_commands_run_the_suite_on_two_workers() -> None:
+    full, core = _readme_commands()
+    assert "python -m pytest -n 2 -q &&" in full and "-m pytest -n 2 -q" in core
+
+
+def test_the_slow_rule_lists_unmarked_tests_over_the_limit() -> None:
+    """``pytest --check-durations`` (by hand) fails on these; CI never times a test."""
+    from tests.conftest import SLOW_S, over_the_limit
+
+    durations = {"a": SLOW_S + 5, "b": SLOW_S + 1, "c": SLOW_S, "d": 3 * SLOW_S}
+    assert over_the_limit(durations, marked={"d"}) == [("a", SLOW_S + 5), ("b", SLOW_S + 1)]
+    assert over_the_limit(durations, marked=set(), limit=10 * SLOW_S) == []

@@ -236,7 +236,9 @@ def _same_study(a, b) -> None:
     assert [x.measures for x in a.analyses] == [y.measures for y in b.analyses]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="six models swept on the module's Ray cluster, which the first test to use it starts"
+)
 def test_sweep_equals_local_and_reports_failures(cluster, zoo6, local6, tmp_path) -> None:
     from specbound.studies.scale import scale
 
@@ -276,7 +278,9 @@ def _die(model, name, kw):
     return run_model(model, name, kw)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="kills a Ray worker mid-sweep and waits for Ray to retry its task in a fresh worker"
+)
 def test_worker_killed_mid_sweep_is_retried(cluster, zoo6, local6, tmp_path) -> None:
     import ray.cloudpickle
 
@@ -338,7 +342,9 @@ analyze_models(get_engine("ray", RayOptions(address=address)), models, names=mod
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="a driver process on the Ray cluster is killed mid-sweep, then a second one finishes"
+)
 def test_driver_killed_rerun_finishes_only_the_rest(cluster, zoo6, local6, tmp_path) -> None:
     from specbound.analysis.records import state_dir_for
 
@@ -443,7 +449,7 @@ def _write_sharded_bf16(path: Path, layers: int = 3, hidden: int = 16, ffn: int 
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="one model analyzed block by block as Ray tasks, and again locally")
 def test_analyze_by_block_equals_local_on_sharded_bf16(cluster, tmp_path) -> None:
     from specbound.analysis import analyze
     from specbound.analysis.sweep import analyze_on_engine
@@ -467,7 +473,7 @@ def test_analyze_by_block_equals_local_on_sharded_bf16(cluster, tmp_path) -> Non
     assert c.weight_spectra is None and c.measures == {k: b.measures[k] for k in proxies}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a correlate study on the real Ray cluster, and again locally")
 def test_correlate_under_ray_equals_local(cluster, zoo6, tmp_path) -> None:
     from specbound.engines import RayOptions, get_engine
     from specbound.studies.correlate import correlate
@@ -489,7 +495,7 @@ def test_correlate_under_ray_equals_local(cluster, zoo6, tmp_path) -> None:
     assert list(a.skipped.model) == [zoo6[5]]  # unconverged: excluded by correlate, not analyzed
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="reproduce of the miniatures on the real Ray cluster, and again locally")
 def test_reproduce_under_ray_equals_local(cluster, tmp_path) -> None:
     """``reproduce --engine ray``: one task per miniature, the same tables as the local run."""
     pytest.importorskip("matplotlib")
@@ -534,7 +540,9 @@ class _Pwn:
         return (open, (self.path, "w"))
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="a Ray sweep resumed from a state folder with crafted, damaged and forged records"
+)
 def test_resume_never_unpickles_and_verifies_records(cluster, zoo6, local6, tmp_path) -> None:
     """A crafted ``<key>.pkl`` (code, a pickled int, a forged Analysis), a damaged and a forged
     record in the state folder: nothing is unpickled, nothing forged reaches models.csv."""
@@ -613,7 +621,7 @@ def test_cleanup_deletes_only_what_specbound_wrote(tmp_path) -> None:
     assert not state.exists()  # empty once ours are gone: the folder goes too
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="CLI subprocesses (each importing Ray) join the real Ray cluster")
 def test_cli_cleanup_keeps_a_users_file(cluster, zoo6, tmp_path) -> None:
     from specbound.analysis.records import state_dir_for
 
@@ -688,7 +696,9 @@ main(argv)
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="a CLI subprocess on the real Ray cluster gets SIGTERM mid-sweep, then a rerun finishes"
+)
 def test_sigterm_to_a_ray_sweep_exits_143_keeping_records(cluster, zoo6, tmp_path) -> None:
     from specbound.analysis.records import state_dir_for
 

@@ -200,7 +200,9 @@ def test_gpt2_file_matches_gguf_reader(tmp_path):
     assert_same_as_gguf_reader(tmp_path / "g.gguf")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(
+    reason="reads every tensor and key of the real 94 MB SmolLM2 GGUF with both readers"
+)
 def test_smollm2_q4_1_matches_gguf_reader():
     """The real file: 49,152 tokenizer strings and 48,900 merges skipped, 272 tensors."""
     ours = assert_same_as_gguf_reader(_smol())
@@ -208,7 +210,7 @@ def test_smollm2_q4_1_matches_gguf_reader():
     assert len(ours.names()) == 272
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="decodes two layers of the real SmolLM2 GGUF through both readers")
 def test_smollm2_q4_1_analysis_unchanged(tmp_path):
     """The proxies of the real file through the new reader equal those through GGUFReader's
     data, decoded as before: same matrices to the last bit for two layers."""

@@ -29,6 +29,7 @@ from specbound.linalg.spectra import (
     lowrank_svdvals,
     numerical_rank,
 )
+from tests.conftest import THREAD_VARS
 from tests.support.spectral_checks import (
     assert_sv_match,
     spec_rank,
@@ -344,7 +345,12 @@ print(sorted({i["num_threads"] for i in blas}))
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "SPECBOUND_PARALLEL": "pool"},
+        # without the one-thread variables of a pytest-xdist worker (tests/conftest.py): the
+        # limit seen must be the pool's own
+        env={
+            **{k: v for k, v in os.environ.items() if k not in THREAD_VARS},
+            "SPECBOUND_PARALLEL": "pool",
+        },
         timeout=120,
     )
     assert r.returncode == 0, r.stderr
