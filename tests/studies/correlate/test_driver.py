@@ -18,7 +18,7 @@ from specbound.errors import SpecboundError
 from specbound.studies.correlate import driver as D
 from specbound.studies.correlate import multizoo as P
 from specbound.studies.correlate.data import default_workers
-from tests.studies.correlate.test_pool import RESULT, _split
+from tests.studies.correlate.multizoo.test_pool import RESULT, _split
 
 
 class Calls:
