@@ -48,6 +48,7 @@ def contents(root: Path) -> dict[str, object]:
     return out
 
 
+@pytest.mark.slow(reason="trains one zoo on a Ray cluster it starts, again locally, then resumes")
 def test_ray_zoo_equals_local_zoo_and_resumes(tmp_path):
     local = train_zoo("modular-addition", tmp_path / "local", preset="tiny", grid=GRID, ensemble=1)
     seen = []
@@ -97,6 +98,9 @@ def test_ray_ensemble_is_one_task_and_matches_local_ensemble(tmp_path):
         assert json.loads((tmp_path / "b" / name / "metrics.json").read_text())["ensemble"] == 4
 
 
+@pytest.mark.slow(
+    reason="two CLI subprocesses train the same zoo, one starting its own Ray cluster"
+)
 def test_cli_engine_ray_equals_local_zoo(tmp_path):
     """``specbound zoo train ... --engine ray`` (the command line, not only the API) trains on a
     local Ray runtime and writes the local zoo's files."""

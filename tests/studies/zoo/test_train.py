@@ -42,6 +42,9 @@ def tiny_zoo(tmp_path_factory):
     return out, first, second, before
 
 
+@pytest.mark.slow(
+    reason="the first test of its module: the fixture trains an 8-model zoo through the CLI, twice"
+)
 def test_manifest_and_zoo_json(tiny_zoo):
     import pandas as pd
 

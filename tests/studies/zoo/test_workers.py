@@ -74,6 +74,9 @@ def _grid_file(tmp_path: Path, grid: dict) -> Path:
     return path
 
 
+@pytest.mark.slow(
+    reason="CLI subprocesses train one zoo with 1 and with 2 worker processes, then resume"
+)
 def test_workers_give_the_files_of_one_at_a_time_and_resume(tmp_path):
     """--workers 2 (two spawned processes) writes the files of --workers 1 bit for bit (wall_s
     aside); a re-run with a model removed trains that model only."""
