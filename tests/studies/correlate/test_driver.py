@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from specbound.analysis.records import MANIFEST, RecordStore, state_dir_for
 from specbound.errors import SpecboundError
+from specbound.io.records import MANIFEST, RecordStore, state_dir_for
 from specbound.studies.correlate import driver as D
 from specbound.studies.correlate import multizoo as P
 from specbound.studies.correlate.data import default_workers
-from tests.studies.correlate.test_pool import RESULT, _split
+from tests.studies.correlate.multizoo.test_pool import RESULT, _split
 
 
 class Calls:

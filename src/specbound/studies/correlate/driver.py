@@ -13,7 +13,7 @@ same way. It decides:
 - **worker defaults**: ``data_workers`` None is one process per usable CPU with data measures
   (1 on a GPU, :func:`.data.default_workers`), else 1;
 - **resume**: on a distributed engine a single zoo keeps per-model resume records beside
-  ``out`` (:func:`.analysis.records.state_dir_for`: ``.OUT.specbound-sweep``), reads them back
+  ``out`` (:func:`.io.records.state_dir_for`: ``.OUT.specbound-sweep``), reads them back
   on a re-run, and deletes those it wrote once every model is written.
 
 Every check (the sources, the parameters, the engine, ``out`` against every input, a folder's
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.records import clear_records, state_dir_for
 from ...engines import resolve
 from ...errors import Param, SpecboundError, Spelling
 from ...io.outdir import check_output_dir
+from ...io.records import clear_records, state_dir_for
 from ...validation import check_params
 from . import multizoo as P
 from .data import default_workers
