@@ -298,12 +298,7 @@ def figure_html(fig: Figure) -> Markup:
     links = Markup(", ").join(
         file_link(root, f"{p.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
     )
-    shown = next((i for i, p in enumerate(files) if p.suffix in IMAGE_TYPES), None)
-    image = None
-    if shown is not None:
-        raw = files[shown].read_bytes() if fig.contents is None else fig.contents[shown]
-        data = base64.b64encode(raw).decode("ascii")
-        image = {"type": IMAGE_TYPES[files[shown].suffix], "data": data}
+    image = _embedded(fig, files)
     first = re.split(r"(?<=[.;])\s", scrub_paths(fig.caption), maxsplit=1)[0].rstrip(".;")
     return render(
         "_figure.html",
@@ -314,6 +309,16 @@ def figure_html(fig: Figure) -> Markup:
         links=links,
         image=image,
     )
+
+
+def _embedded(fig: Figure, files: list[Path]) -> dict[str, str] | None:
+    """The first of the figure's files a browser shows, as base64 with its media type (from
+    the figure's bytes when drawn in memory, else from the file); None when there is none."""
+    shown = next((i for i, p in enumerate(files) if p.suffix in IMAGE_TYPES), None)
+    if shown is None:
+        return None
+    raw = files[shown].read_bytes() if fig.contents is None else fig.contents[shown]
+    return {"type": IMAGE_TYPES[files[shown].suffix], "data": base64.b64encode(raw).decode("ascii")}
 
 
 def glossary_id(term: str) -> str:
