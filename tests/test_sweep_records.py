@@ -1,7 +1,7 @@
-"""Resume records of a model sweep (analysis.records) on the one growing-folder mechanism
-(io.growing.GrowingDir): listed in io.outdir's one manifest schema before they are written,
-read back on a re-run, cleared to exactly what specbound wrote; the older layout's folders
-(their list in .specbound-records.json) are read and cleared too."""
+"""Resume records of a model sweep (io.records, analysis.records) on the one growing-folder
+mechanism (io.growing.GrowingDir): listed in io.outdir's one manifest schema before they are
+written, read back on a re-run, cleared to exactly what specbound wrote; the older layout's
+folders (their list in .specbound-records.json) are read and cleared too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from specbound.analysis.records import (
+from specbound.analysis.sweep import analyze_models
+from specbound.engines import get_engine
+from specbound.errors import SpecboundError
+from specbound.io.records import (
     FOLDER_KIND,
     MANIFEST,
     OLD_MANIFEST,
@@ -18,9 +21,6 @@ from specbound.analysis.records import (
     clear_records,
     state_dir_for,
 )
-from specbound.analysis.sweep import analyze_models
-from specbound.engines import get_engine
-from specbound.errors import SpecboundError
 from tests.support.checkpoints import write_tiny_bert
 
 KEY = "ab" * 16
@@ -30,7 +30,9 @@ def test_a_sweep_resumes_from_its_records_and_clears_them(tmp_path: Path) -> Non
     models = [write_tiny_bert(tmp_path / f"m{i}", seed=i) for i in range(2)]
     state = state_dir_for(tmp_path / "out")
     kw = {"cache": False}
-    first = analyze_models(get_engine("local"), models, analyze_kwargs=kw, state_dir=state)
+    first = analyze_models(
+        get_engine("local"), models, analyze_kwargs=kw, records=RecordStore(state)
+    )
     manifest = json.loads((state / MANIFEST).read_text())
     assert manifest["kind"] == FOLDER_KIND and manifest["sha256"] == {}
     keys = RecordStore(state).written()
@@ -40,7 +42,11 @@ def test_a_sweep_resumes_from_its_records_and_clears_them(tmp_path: Path) -> Non
 
     resumed: list[str] = []
     again = analyze_models(
-        get_engine("local"), models, analyze_kwargs=kw, state_dir=state, on_resume=resumed.append
+        get_engine("local"),
+        models,
+        analyze_kwargs=kw,
+        records=RecordStore(state),
+        on_resume=resumed.append,
     )
     assert resumed == [str(m) for m in models]
     for a, b in zip(first.analyses, again.analyses, strict=True):
@@ -98,3 +104,21 @@ def test_a_manifest_of_another_kind_is_refused_and_kept(tmp_path: Path) -> None:
     assert (state / MANIFEST).read_text() == other
     clear_records(state)
     assert (state / MANIFEST).read_text() == other
+
+
+def test_a_record_that_does_not_fit_its_checkpoint_is_recomputed(tmp_path: Path) -> None:
+    """A record that verifies as a file but whose spectra do not fit the checkpoint is treated
+    as absent (analysis.records.load), with one warning naming it."""
+    import numpy as np
+
+    from specbound.analysis.records import load
+    from specbound.analysis.sweep import ModelJob
+
+    model = write_tiny_bert(tmp_path / "m", seed=0)
+    warned: list[str] = []
+    store = RecordStore(tmp_path / "state", warn=warned.append)
+    store.store(KEY, {"model": "m"}, {"x": np.zeros(2)})
+    job = ModelJob(str(model), None, {"cache": False}, "m", 0)
+    assert load(store, KEY, job) is None
+    assert len(warned) == 1 and "is invalid" in warned[0] and "recomputing m" in warned[0]
+    assert load(store, "cd" * 16, job) is None and len(warned) == 1  # absent: no warning

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from specbound.report.pages.links import sibling_pages
+from specbound.io.siblings import sibling_pages
 from specbound.report.pages.scale import write_study
 from specbound.studies.scale.run import Study
 

@@ -324,7 +324,7 @@ DRIVER = """
 import functools, sys, time
 from pathlib import Path
 from specbound.engines import RayOptions, get_engine
-from specbound.analysis.records import state_dir_for
+from specbound.io.records import RecordStore, state_dir_for
 from specbound.analysis.sweep import analyze_models, run_model
 
 flags, address, out, *models = sys.argv[1:]
@@ -337,7 +337,7 @@ def stall(model, name, kw, flags):
 
 kw = {"l_phi": None, "grid_m": None, "device": None, "cache": True}  # what scale passes
 analyze_models(get_engine("ray", RayOptions(address=address)), models, names=models,
-    analyze_kwargs=kw, state_dir=state_dir_for(out),
+    analyze_kwargs=kw, records=RecordStore(state_dir_for(out)),
     worker_fn=functools.partial(stall, flags=flags))
 """
 
@@ -346,7 +346,7 @@ analyze_models(get_engine("ray", RayOptions(address=address)), models, names=mod
     reason="a driver process on the Ray cluster is killed mid-sweep, then a second one finishes"
 )
 def test_driver_killed_rerun_finishes_only_the_rest(cluster, zoo6, local6, tmp_path) -> None:
-    from specbound.analysis.records import state_dir_for
+    from specbound.io.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)
@@ -522,7 +522,7 @@ def test_reproduce_under_ray_equals_local(cluster, tmp_path) -> None:
         pd.testing.assert_frame_equal(
             pd.read_csv(outs["ray"] / f), pd.read_csv(outs["local"] / f), check_exact=True
         )
-    from specbound.analysis.records import state_dir_for
+    from specbound.io.records import state_dir_for
 
     assert not state_dir_for(outs["ray"]).exists()  # every model finished: no resume state left
 
@@ -600,7 +600,7 @@ def test_resume_never_unpickles_and_verifies_records(cluster, zoo6, local6, tmp_
 def test_cleanup_deletes_only_what_specbound_wrote(tmp_path) -> None:
     import numpy as np
 
-    from specbound.analysis.records import MANIFEST, RecordStore, clear_records
+    from specbound.io.records import MANIFEST, RecordStore, clear_records
 
     state = tmp_path / ".out.specbound-sweep"
     state.mkdir()
@@ -623,7 +623,7 @@ def test_cleanup_deletes_only_what_specbound_wrote(tmp_path) -> None:
 
 @pytest.mark.slow(reason="CLI subprocesses (each importing Ray) join the real Ray cluster")
 def test_cli_cleanup_keeps_a_users_file(cluster, zoo6, tmp_path) -> None:
-    from specbound.analysis.records import state_dir_for
+    from specbound.io.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)
@@ -700,7 +700,7 @@ main(argv)
     reason="a CLI subprocess on the real Ray cluster gets SIGTERM mid-sweep, then a rerun finishes"
 )
 def test_sigterm_to_a_ray_sweep_exits_143_keeping_records(cluster, zoo6, tmp_path) -> None:
-    from specbound.analysis.records import state_dir_for
+    from specbound.io.records import state_dir_for
 
     out = tmp_path / "out"
     state = state_dir_for(out)

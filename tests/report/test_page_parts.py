@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from specbound.io.siblings import STUDY, sibling_pages
 from specbound.report.html import glossary_id, page, table
 from specbound.report.html_assets import CSS, GLOSSARY, JS, LABELS
 from specbound.report.pages.compact import cell_text, compact_table, sig_text
-from specbound.report.pages.links import STUDY, sibling_pages
 
 
 def test_a_page_carries_the_assets_and_every_glossary_term() -> None:

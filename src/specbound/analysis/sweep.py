@@ -1,14 +1,14 @@
 """Model sweeps on any engine: one ``analyze`` job per model, resumable, built on ``Engine.map``.
 
     result = analyze_models(get_engine(name), models, names=..., analyze_kwargs={...},
-                            state_dir=records.state_dir_for(out))   # state_dir: resume
+                            records=RecordStore(state_dir))   # io.records: resume
     result.results   # Analysis or None per model, aligned with ``models``
     result.skipped   # (label, reason) of each model that failed, in input order
     result.analyses  # the analyses that exist, in input order
 
-Resume: with ``state_dir``, a model whose record (``records.RecordStore``) is there and verifies
-is not analyzed again (``on_resume(label)``); each result is written there by this process as it
-arrives, so a killed run loses only the models in flight.
+Resume: with ``records`` (an ``io.records.RecordStore``), a model whose record is there and
+verifies (``analysis.records.load``) is not analyzed again (``on_resume(label)``); each result is
+written there by this process as it arrives, so a killed run loses only the models in flight.
 
 One model with the engine's own spectra (``--engine ray`` splits it by block):
 ``analyze_on_engine``.
@@ -20,17 +20,17 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..engines.base import Engine, JobError, Resources, closing_map
 from ..errors import SpecboundError
 from . import analyze
 from .blocks import split_by_block
-from .records import RecordStore, sweep_key
+from .records import load, store, sweep_key
 from .sizes import task_memory
 
 if TYPE_CHECKING:
+    from ..io.records import RecordStore
     from . import Analysis
 
 #: ``analyze`` options that are callables of this process: never shipped to a job.
@@ -143,7 +143,7 @@ class _Sweep:
         if self.store is None:
             return False
         self.keys[job.index] = sweep_key(job.source, job.name, job.kwargs)
-        rec = self.store.load(self.keys[job.index], job)
+        rec = load(self.store, self.keys[job.index], job)
         if rec is None:
             return False
         self.results[job.index] = rec
@@ -161,7 +161,7 @@ class _Sweep:
         else:
             self.results[job.index] = out
             if self.store is not None:
-                self.store.store(self.keys[job.index], job.source, out)
+                store(self.store, self.keys[job.index], job.source, out)
         self._finished(job)
 
 
@@ -175,7 +175,7 @@ def analyze_models(
     on_model: Callable[[int, int, str], None] | None = None,
     on_skip: Callable[[str, str], None] | None = None,
     on_resume: Callable[[str], None] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
+    records: RecordStore | None = None,
     worker_fn: Callable[..., Any] | None = None,
 ) -> SweepResult:
     """``analyze`` over ``models`` on ``engine`` (module doc).
@@ -183,14 +183,14 @@ def analyze_models(
     ``on_model(done, n, label)`` as each model finishes or is resumed; ``on_skip(label,
     reason)`` for each model that failed (a ``SpecboundError`` in its job: bad input; or a
     job the engine lost). ``per_model_kwargs[i]`` adds to ``analyze_kwargs`` for model i (e.g.
-    its ``init``). ``worker_fn(model, name, kwargs) -> Analysis`` replaces ``run_model`` in the
-    jobs (tests, custom pipelines; picklable for a distributed engine).
+    its ``init``). ``records``: the resume records (module doc; None: none). ``worker_fn(model,
+    name, kwargs) -> Analysis`` replaces ``run_model`` in the jobs (tests, custom pipelines;
+    picklable for a distributed engine).
     """
     kw = {k: v for k, v in (analyze_kwargs or {}).items() if k not in _LOCAL_ONLY}
     _check_models(engine, models, names, per_model_kwargs)
     jobs = _jobs(models, names, kw, per_model_kwargs)
-    store = RecordStore(Path(state_dir)) if state_dir is not None else None
-    sweep = _Sweep(len(models), store, on_model, on_skip, on_resume)
+    sweep = _Sweep(len(models), records, on_model, on_skip, on_resume)
     todo = [job for job in jobs if not sweep.resumed(job)]
     fn = functools.partial(_run_job, worker_fn or run_model)
     with closing_map(engine.map(fn, todo, resources=_resources)) as outcomes:

@@ -129,7 +129,7 @@ def sweep_state(eng: Any, out: Path, quiet: bool) -> dict[str, Any]:
     beside ``--out`` (``.OUT.specbound-sweep``); none for an in-process engine."""
     if not eng.distributed:
         return {}
-    from ..analysis.records import state_dir_for
+    from ..io.records import state_dir_for
 
     def resumed(name: str) -> None:
         if not quiet:
@@ -142,6 +142,6 @@ def clear_sweep_state(eng: Any, out: Path, done: bool) -> None:
     """All models done: the resume records have served; delete those specbound wrote (a user's
     file in the state folder stays, and so does the folder then)."""
     if eng.distributed and done:
-        from ..analysis.records import RecordStore, state_dir_for
+        from ..io.records import clear_records, state_dir_for
 
-        RecordStore(state_dir_for(out)).clear()
+        clear_records(state_dir_for(out))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -28,9 +26,6 @@ from .options import (
     check_figure_formats,
     out_option,
 )
-
-if TYPE_CHECKING:
-    from ..studies.correlate.result import Correlation
 
 
 @app.command(cls=Command)
@@ -124,10 +119,11 @@ def correlate(
 ) -> None:
     """Does a measure predict generalization? SPEC 10 over a zoo of trained models."""
     from ..report.figures.style import require_matplotlib
-    from ..studies.correlate.driver import CorrelateOptions, Progress, correlate_into
+    from ..report.pages.correlate import correlation_files
+    from ..studies.correlate import driver
 
     formats = check_figure_formats(figure_formats)
-    options = CorrelateOptions(
+    options = driver.CorrelateOptions(
         zoos=list(zoo or []),
         manifest=manifest,
         grid=grid,
@@ -142,16 +138,17 @@ def correlate(
         device=device,
         cache=not no_cache,
     )
-    written = correlate_into(
+    run = driver.compute(
         out,
         options,
         engine=engine,
         engine_options=options_for(engine, address=ray_address),
-        progress=Progress() if quiet else Progress(_note, _line, _resumed),
-        page=functools.partial(_report_page, figure_formats=formats),
+        progress=driver.Progress() if quiet else driver.Progress(_note, _line, _resumed),
         ready=require_matplotlib,  # after the cheap input checks: a bad input is told first
         flag=flag_of,  # skip reasons and notes name the flags
     )
+    files = correlation_files(run.result, figure_formats=formats, **run.beside.page_args())
+    written = driver.write(run, files)
     if as_json:
         print_json(written.summary())
     elif not quiet:
@@ -180,15 +177,3 @@ def _line(line: str) -> None:
 
 def _resumed(name: str) -> None:
     sys.stderr.write(f"resumed {printable(name)} (finished earlier)\n")
-
-
-def _report_page(
-    result: Correlation, out: Path, *, figure_formats: str | tuple[str, ...] | None
-) -> Callable[[Path], object]:
-    """The write's ``extra``: the correlate page's text (report/), written by io into the
-    temporary folder with the tables."""
-    from ..io import write_report_page
-    from ..report.pages.correlate import correlation_page
-
-    text = correlation_page(result, out, figure_formats=figure_formats)
-    return lambda tmp: write_report_page(tmp, text(tmp))

@@ -9,18 +9,20 @@ API (what studies, the zoo trainer and the CLI call)::
         for job, out in outcomes:  # as each job finishes
             ...  # out is fn(job), or a JobError (out.reason: one line) when that job failed
 
-    from specbound.analysis import sweep, records
-    r = sweep.analyze_models(eng, models, names=..., analyze_kwargs={...},
-                             state_dir=records.state_dir_for(out) if eng.distributed else None)
+    from specbound.analysis import sweep
+    from specbound.io import records
+    store = records.RecordStore(records.state_dir_for(out)) if eng.distributed else None
+    r = sweep.analyze_models(eng, models, names=..., analyze_kwargs={...}, records=store)
     r.results, r.skipped, r.analyses          # aligned Analysis|None, (label, reason), present
-    records.clear_records(state_dir)          # after the output is written: ours only
+    store.clear()                             # after the output is written: ours only
     a = sweep.analyze_on_engine(eng, model, **analyze_kwargs)  # by block if eng.splits_by_block
 
 Engines only execute: they know nothing of checkpoints or analyses. Model sweeps with resume
 records (scale, reproduce, correlate) are built on ``map`` once, for every engine, in
 :mod:`specbound.analysis.sweep`; the resume records (``io.codec``, never a pickle) live in
-:mod:`specbound.analysis.records`; where a model is split by block:
-:mod:`specbound.analysis.blocks`; per-job memory from the files: :mod:`specbound.analysis.sizes`.
+:mod:`specbound.io.records` (what they hold of an analysis: :mod:`specbound.analysis.records`);
+where a model is split by block: :mod:`specbound.analysis.blocks`; per-job memory from the files:
+:mod:`specbound.analysis.sizes`.
 Callers ask an engine for its capabilities (``distributed``, ``splits_by_block``,
 ``jobs_end_with_map``, ``start``, ``close``), never for its type.
 

@@ -572,6 +572,25 @@ def write_report_page(folder: str | os.PathLike[str], html: str) -> Path:
     return path
 
 
+def write_files(folder: str | os.PathLike[str], files: Mapping[str, bytes | str]) -> list[Path]:
+    """Write each of ``files`` (relative path -> bytes, or text such as a page's report.html)
+    into ``folder`` through :func:`atomic_file` / :func:`atomic_write_text`, its subfolders
+    made; returns the paths, in order."""
+    paths = []
+    for name, data in files.items():
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ValueError(f"{name!r} is not a path inside the folder")
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            atomic_write_text(path, data)
+        else:
+            with atomic_file(path, "wb") as fh:
+                fh.write(data)
+        paths.append(path)
+    return paths
+
+
 def copy_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """Copy ``src`` byte for byte to ``dst`` through :func:`atomic_file` (an input a folder
     keeps beside its results, e.g. a study's claims.csv)."""

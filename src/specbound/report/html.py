@@ -276,6 +276,11 @@ def table(
     )
 
 
+#: The files beside a page: its folder on disk, or the relative paths io will write there (a
+#: page rendered before its folder exists); None: none.
+Folder = str | Path | frozenset[str] | None
+
+
 #: The figure formats a page can embed in an ``<img>``, with their media types.
 IMAGE_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
 
@@ -287,15 +292,13 @@ def figure_html(fig: Figure) -> Markup:
     first clause (what the figure shows). A figure written only as PDF has no image on the
     page, only the link. (templates/_figure.html)"""
     files = [Path(p) for p in fig.files]
-    root = files[0].parent.parent if files else None  # figures live in <out>/figures/
+    root: Folder = files[0].parent.parent if files else None  # figures live in <out>/figures/
+    if fig.contents is not None:  # drawn in memory: the files io writes beside the page
+        root = frozenset(f"{p.parent.name}/{p.name}" for p in files)
     links = Markup(", ").join(
         file_link(root, f"{p.parent.name}/{p.name}", p.suffix.lstrip(".").upper()) for p in files
     )
-    shown = next((p for p in files if p.suffix in IMAGE_TYPES), None)
-    image = None
-    if shown is not None:
-        data = base64.b64encode(shown.read_bytes()).decode("ascii")
-        image = {"type": IMAGE_TYPES[shown.suffix], "data": data}
+    image = _embedded(fig, files)
     first = re.split(r"(?<=[.;])\s", scrub_paths(fig.caption), maxsplit=1)[0].rstrip(".;")
     return render(
         "_figure.html",
@@ -306,6 +309,16 @@ def figure_html(fig: Figure) -> Markup:
         links=links,
         image=image,
     )
+
+
+def _embedded(fig: Figure, files: list[Path]) -> dict[str, str] | None:
+    """The first of the figure's files a browser shows, as base64 with its media type (from
+    the figure's bytes when drawn in memory, else from the file); None when there is none."""
+    shown = next((i for i, p in enumerate(files) if p.suffix in IMAGE_TYPES), None)
+    if shown is None:
+        return None
+    raw = files[shown].read_bytes() if fig.contents is None else fig.contents[shown]
+    return {"type": IMAGE_TYPES[files[shown].suffix], "data": base64.b64encode(raw).decode("ascii")}
 
 
 def glossary_id(term: str) -> str:
@@ -319,10 +332,18 @@ def glossary_items(terms: Sequence[str] | None = None) -> list[tuple[str, str, s
     return [(t, glossary_id(t), d) for t, d in GLOSSARY if terms is None or t in terms]
 
 
-def file_link(out_dir: str | Path | None, name: str, text: str | None = None) -> Markup:
+def _holds(out_dir: Folder, name: str) -> bool:
+    """Whether the page's folder ``out_dir`` (:data:`Folder`) holds the file ``name``."""
+    if isinstance(out_dir, frozenset):
+        return name in out_dir
+    return out_dir is not None and (Path(out_dir) / name).is_file()
+
+
+def file_link(out_dir: Folder, name: str, text: str | None = None) -> Markup:
     """A relative link to ``name`` (a file written next to the page, e.g. ``matrices.csv`` or
-    ``figures/esd.svg``) when it exists in ``out_dir``; else the name in plain text."""
-    there = out_dir is not None and (Path(out_dir) / name).is_file()
+    ``figures/esd.svg``) when it exists in ``out_dir`` (:data:`Folder`); else the name in plain
+    text."""
+    there = _holds(out_dir, name)
     return render(
         "_link.html",
         href=Path(name).as_posix() if there else None,
@@ -330,9 +351,9 @@ def file_link(out_dir: str | Path | None, name: str, text: str | None = None) ->
     )
 
 
-def files_html(out_dir: str | Path | None, names: Sequence[str]) -> Markup:
+def files_html(out_dir: Folder, names: Sequence[str]) -> Markup:
     """One line of links to the files of ``names`` that exist in ``out_dir`` ("" when none)."""
-    there = [n for n in names if out_dir is not None and (Path(out_dir) / n).is_file()]
+    there = [n for n in names if _holds(out_dir, n)]
     if not there:
         return Markup("")
     return render("_files.html", links=[file_link(out_dir, n) for n in there])

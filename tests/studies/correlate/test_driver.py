@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from specbound.analysis.records import MANIFEST, RecordStore, state_dir_for
 from specbound.errors import SpecboundError
+from specbound.io.records import MANIFEST, RecordStore, state_dir_for
 from specbound.studies.correlate import driver as D
 from specbound.studies.correlate import multizoo as P
 from specbound.studies.correlate.data import default_workers
@@ -83,20 +83,31 @@ def test_several_zoos_are_analyzed_then_pooled(fake: Calls, tmp_path: Path) -> N
 
 def test_correlate_folders_are_pooled_without_analysis(fake: Calls, tmp_path: Path) -> None:
     a, b = _split(tmp_path)
-    seen: list[Any] = []
-
-    def page(result: Any, out: Path) -> Any:
-        seen.append(out)
-        return lambda tmp: (tmp / "report.html").write_text("<html></html>")
-
-    got = D.correlate_into(
-        tmp_path / "pooled", D.CorrelateOptions(zoos=[a, b], bootstrap=200), page=page
-    )
-    assert fake.calls == []
-    assert seen == [tmp_path / "pooled"]
-    assert set(pd.read_csv(tmp_path / "pooled" / "models.csv")["zoo"]) == {"zoo-a", "zoo-b"}
-    assert (tmp_path / "pooled" / "report.html").is_file()  # in the same atomic write
+    out = tmp_path / "pooled"
+    run = D.compute(out, D.CorrelateOptions(zoos=[a, b], bootstrap=200))
+    assert fake.calls == [] and not out.exists()  # computed, nothing written yet
+    assert run.out == out and run.records is None  # a local engine keeps no resume records
+    got = D.write(run, {"report.html": "<html></html>", "figures/f.svg": b"<svg/>"})
+    assert set(pd.read_csv(out / "models.csv")["zoo"]) == {"zoo-a", "zoo-b"}
+    assert (out / "report.html").read_text() == "<html></html>"  # in the same atomic write
+    assert (out / "figures" / "f.svg").read_bytes() == b"<svg/>"
     assert got.result.zoos == ["zoo-a", "zoo-b"]
+
+
+def test_beside_finds_the_pages_and_the_study_next_to_out(tmp_path: Path) -> None:
+    """What the page of a folder shows of its neighbours, found by the driver (never by the
+    page): the sibling pages (the study's first), the study's page; none for the study."""
+    for name in ("study", "other"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "report.html").write_text("x")
+    near = D.beside(tmp_path / "me")
+    assert near.siblings == [
+        ("the study", "../study/report.html"),
+        ("other", "../other/report.html"),
+    ]
+    assert near.study_href == "../study/report.html" and near.study is None  # no primary.csv
+    assert D.beside(tmp_path / "study").study_href is None
+    assert D.beside(tmp_path / "study").siblings == [("other", "../other/report.html")]
 
 
 def _ready() -> None:

@@ -14,7 +14,7 @@ jobs on a node than its RAM holds. A task whose worker dies (out of memory, kill
 is retried ``max_retries`` times; one that still fails comes back as a ``JobError``.
 
 ``splits_by_block``: a large model is one task per transformer block (``analysis.blocks``).
-Model sweeps and their resume records: ``analysis.sweep`` and ``analysis.records``, the same for
+Model sweeps and their resume records: ``analysis.sweep`` and ``io.records``, the same for
 every engine.
 """
 

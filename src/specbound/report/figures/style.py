@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import math
 import re
 import warnings
@@ -40,6 +41,9 @@ FORMATS = ("svg", "png", "pdf")
 DEFAULT_FORMATS = ("svg",)
 #: The formats ``save`` writes now (set by :func:`writing_formats` around a report's figures).
 _CURRENT: ContextVar[tuple[str, ...]] = ContextVar("figure_formats", default=DEFAULT_FORMATS)
+#: Whether ``save`` keeps each file's bytes on the figure instead of writing it (set by
+#: :func:`drawing_in_memory` around a page whose files io writes).
+_IN_MEMORY: ContextVar[bool] = ContextVar("figures_in_memory", default=False)
 STYLE = {
     "svg.fonttype": "none",
     "svg.hashsalt": "specbound",
@@ -73,6 +77,9 @@ class Figure:
     title: str
     files: list[Path] = field(default_factory=list)
     caption: str = ""
+    #: The bytes of each of ``files`` (same order) when drawn in memory
+    #: (:func:`drawing_in_memory`: ``files`` are then relative paths, written by io); else None.
+    contents: list[bytes] | None = None
 
 
 def figure_formats(value: str | Sequence[str] | None = None) -> tuple[str, ...]:
@@ -104,6 +111,18 @@ def writing_formats(value: str | Sequence[str] | None = None) -> Iterator[tuple[
         _CURRENT.reset(token)
 
 
+@contextlib.contextmanager
+def drawing_in_memory() -> Iterator[None]:
+    """Within the block, :func:`save` writes no file: each figure keeps its files' bytes
+    (``Figure.contents``), its ``files`` relative to the page's folder (``figures/NAME.svg``),
+    for io to write with the page."""
+    token = _IN_MEMORY.set(True)
+    try:
+        yield
+    finally:
+        _IN_MEMORY.reset(token)
+
+
 def require_matplotlib() -> Any:
     """``matplotlib.pyplot`` on the Agg backend, or a one-line error naming the extra."""
     return extras.pyplot()
@@ -121,14 +140,27 @@ def styled(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
-    """``fig`` saved as ``fmt`` into ``path`` through ``io.files.atomic_file`` (the one file
-    writer): no timestamp in svg/pdf metadata, so the same figure gives the same bytes."""
+def _savefig(fig: Any, fh: Any, fmt: str) -> None:
+    """``fig`` saved as ``fmt`` into the binary file ``fh``: no timestamp in svg/pdf metadata,
+    so the same figure gives the same bytes."""
     meta: dict[str, Any] | None = None
     if fmt in ("svg", "pdf"):
         meta = {"Date": None} if fmt == "svg" else {"CreationDate": None}
+    fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
+
+
+def _atomic_savefig(fig: Any, path: Path, fmt: str) -> None:
+    """``fig`` saved as ``fmt`` into ``path`` through ``io.files.atomic_file`` (the one file
+    writer)."""
     with atomic_file(path, "wb") as fh:
-        fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=meta)
+        _savefig(fig, fh, fmt)
+
+
+def _figure_bytes(fig: Any, fmt: str) -> bytes:
+    """``fig`` saved as ``fmt`` in memory: the bytes :func:`_atomic_savefig` would write."""
+    buffer = io.BytesIO()
+    _savefig(fig, buffer, fmt)
+    return buffer.getvalue()
 
 
 def file_stem(name: str) -> str:
@@ -222,20 +254,28 @@ def _without_bidi_formatter(inner: Any) -> Any:
 def save(fig: Any, out_dir: Path, name: str, title: str, caption: str = "") -> Figure:
     """Write ``name``.svg (or each format :func:`writing_formats` names, e.g. ``name``.png and
     ``name``.pdf) into ``out_dir`` (``name`` made a safe file stem, :func:`file_stem`; every
-    label without bidirectional controls, :func:`plain_labels`); close the figure."""
+    label without bidirectional controls, :func:`plain_labels`); close the figure. Within
+    :func:`drawing_in_memory`, the files' bytes are kept on the figure instead, and nothing is
+    written."""
     plt = require_matplotlib()
     name = file_stem(name)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    memory = _IN_MEMORY.get()
+    if not memory:
+        out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.{f}" for f in _CURRENT.get()]
+    contents: list[bytes] | None = [] if memory else None
     try:
         plain_labels(fig)
         with plt.rc_context(STYLE):
             for p in paths:
-                _atomic_savefig(fig, p, p.suffix[1:])
+                if contents is not None:
+                    contents.append(_figure_bytes(fig, p.suffix[1:]))
+                else:
+                    _atomic_savefig(fig, p, p.suffix[1:])
     finally:
         plt.close(fig)
-    return Figure(name, title, paths, caption)
+    return Figure(name, title, paths, caption, contents)
 
 
 def axis_label(quantity: str, unit: str | None = None, log: bool = False) -> str:

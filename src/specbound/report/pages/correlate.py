@@ -1,8 +1,10 @@
 """The report page of ``specbound correlate`` (SPEC 10, protocol v3): figures/ and report.html.
 
-The tables and correlate.json are the result's own (``Correlation.to_dir``); this page is added
-to the same atomic write through ``extra``: ``page = correlation_page(result, out)``, then
-``result.to_dir(out, extra=lambda tmp: io.files.write_report_page(tmp, page(tmp)))``.
+The tables and correlate.json are the result's own (``Correlation.to_dir``); this page and its
+figures are drawn in memory and added to the same atomic write, which io makes:
+``result.to_dir(out, files=correlation_files(result, **driver.beside(out).page_args()))``. The
+page never sees ``out``: what lies beside it (the pages there, the study's rows) is found by
+``studies.correlate.driver.beside``.
 
 Protocol v3: right after the lead, the primary contrasts P1-P3 (differences.csv, family
 primary) with delta, interval, p, p_holm, verdict and evidence, and the grid's configurations
@@ -20,20 +22,18 @@ names and values, task, measure and metric names); numbers through :mod:`..numbe
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecboundError
-from ...io.files import write_report_page
+from ...io.files import REPORT_PAGE
 from ...io.readback import read_zoo_json
 from ...naming import display_names
-from ...studies import answer as answer_words
+from ...studies.correlate.driver import beside
 from ..figures.correlate import color_axis, measure_figure, tau_psi_figure
-from ..figures.style import writing_formats
-from ..html import figure_html, file_link, files_html, page, table
-from . import links
+from ..figures.style import drawing_in_memory, writing_formats
+from ..html import Folder, figure_html, file_link, files_html, page, table
 from .compact import compact_table, sig_text
 from .correlate_answer import answer_context
 
@@ -45,12 +45,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "color_axis",
-    "correlation_page",
-    "page_text",
+    "correlation_files",
     "report_html",
     "write_correlation",
-    "write_page",
 ]
+
+#: The folder of the figures beside the page.
+FIGURES = "figures"
 
 #: Model labels longer than this become m1, m2, ... with a legend.
 LABEL_WIDTH = 28
@@ -137,15 +138,16 @@ CORRELATE_FILES = (
 def report_html(
     result: Correlation,
     figures: list[Figure],
-    out_dir: str | Path | None = None,
+    out_dir: Folder = None,
     siblings: Sequence[tuple[str, str]] = (),
     study_href: str | None = None,
     study: pd.DataFrame | None = None,
 ) -> str:
     """The whole report page (templates/correlate.html), figures embedded; links to the files
-    written next to it, to ``siblings`` (label, relative href) pages and to the study's page
-    (``study_href``) beside the "this zoo alone" caveat of every verdict. correlation.csv is
-    shown in its compact form (:func:`compact_table`) and linked in full."""
+    written next to it (``out_dir``: the folder, or the files io will write there), to
+    ``siblings`` (label, relative href) pages and to the study's page (``study_href``) beside
+    the "this zoo alone" caveat of every verdict. correlation.csv is shown in its compact form
+    (:func:`compact_table`) and linked in full."""
     d = result.differences
     models = result.models.copy()
     labels, legend = model_labels(models)
@@ -183,102 +185,30 @@ def correlation_figures(result: Correlation, fig_dir: Path) -> list[Figure]:
     return figs
 
 
-def sibling_pages(out: Path) -> list[tuple[str, str]]:
-    """The other pages beside ``out`` (``links.sibling_pages``: the study, the correlate
-    folders, a size ladder; never a hidden temporary folder) and the README.md of the folder
-    above them when there is one (a benchmark's write-up)."""
-    return links.sibling_pages(out)
-
-
-def study_of(out: Path) -> pd.DataFrame | None:
-    """The study's primary rows of the folder ``out`` when the study's folder sits beside it
-    (``studies.answer.study_rows``); None when there is none or it cannot be read."""
-    there = Path(out).absolute().parent / links.STUDY
-    if Path(out).name == links.STUDY:
-        return None
-    try:
-        return answer_words.study_rows(there, Path(out).name)
-    except SpecboundError:
-        return None
-
-
-def study_page(out: Path) -> str | None:
-    """``../study/report.html`` when the study's page sits beside ``out`` (a benchmark's
-    results/ folder), else None."""
-    there = Path(out).absolute().parent / "study" / "report.html"
-    return "../study/report.html" if there.is_file() and Path(out).name != "study" else None
-
-
-def page_text(
+def correlation_files(
     result: Correlation,
-    folder: str | Path,
     *,
     figures: bool = True,
     siblings: Sequence[tuple[str, str]] = (),
     figure_formats: str | Sequence[str] | None = None,
     study_href: str | None = None,
     study: pd.DataFrame | None = None,
-) -> str:
-    """The page of ``result`` (:func:`report_html`) with its figures drawn into
-    ``folder``/figures (unless ``figures`` is False; each in ``figure_formats``, SVG by
-    default): the text for ``folder``/report.html (``folder``: the result's folder being
-    written; the page links to the files beside it and ``siblings``), which
-    ``io.files.write_report_page`` writes."""
-    folder = Path(folder)
-    with writing_formats(figure_formats):
-        figs = correlation_figures(result, folder / "figures") if figures else []
-    return report_html(result, figs, folder, siblings, study_href, study)
-
-
-def write_page(
-    result: Correlation,
-    folder: str | Path,
-    *,
-    figures: bool = True,
-    siblings: Sequence[tuple[str, str]] = (),
-    figure_formats: str | Sequence[str] | None = None,
-    study_href: str | None = None,
-    study: pd.DataFrame | None = None,
-) -> Path:
-    """Figures/ and report.html in ``folder``: :func:`page_text`'s text written by
-    ``io.files.write_report_page``."""
-    text = page_text(
-        result,
-        folder,
-        figures=figures,
-        siblings=siblings,
-        figure_formats=figure_formats,
-        study_href=study_href,
-        study=study,
-    )
-    return write_report_page(folder, text)
-
-
-def correlation_page(
-    result: Correlation,
-    out: str | Path,
-    figures: bool = True,
-    siblings: Sequence[tuple[str, str]] = (),
-    *,
-    figure_formats: str | Sequence[str] | None = None,
-) -> Callable[[Path], str]:
-    """The page of ``result`` for the folder being written to ``out``: a function of that
-    folder (the ``tmp`` of ``result.to_dir(out, extra=...)``) that draws the figures there and
-    returns the text of its report.html (:func:`page_text`), for ``io.files.write_report_page``
-    to write: ``result.to_dir(out, extra=lambda tmp: write_report_page(tmp, page(tmp)))``. The
-    page links to the pages beside ``out`` (``sibling_pages``, found now, before the write)
-    unless ``siblings`` are given, with the study's verdict of each primary row when the
-    study's folder sits beside ``out`` (:func:`study_of`)."""
-    pages = list(siblings) or sibling_pages(Path(out))
-    return functools.partial(
-        page_text,
-        result,
-        figures=figures,
-        siblings=pages,
-        figure_formats=figure_formats,
-        study_href=study_page(Path(out)),
-        study=study_of(Path(out)),
-    )
+) -> dict[str, bytes | str]:
+    """The page of ``result``, drawn in memory: {relative path: content} of each figure file
+    (``figures/NAME.svg``, bytes; each figure in ``figure_formats``, SVG by default; none
+    unless ``figures``) and of report.html (text, :func:`report_html`), for
+    ``Correlation.to_dir(out, files=...)`` to write with the tables. The page links to the
+    tables and figures written beside it, to ``siblings`` (label, relative href) and to the
+    study's page ``study_href``, with the study's verdict of each primary row (``study``):
+    what ``studies.correlate.driver.beside`` finds beside the folder."""
+    with writing_formats(figure_formats), drawing_in_memory():
+        figs = correlation_figures(result, Path(FIGURES)) if figures else []
+    files: dict[str, bytes | str] = {
+        p.as_posix(): data for f in figs for p, data in zip(f.files, f.contents or [], strict=True)
+    }
+    present = frozenset([*CORRELATE_FILES, *files])
+    files[REPORT_PAGE] = report_html(result, figs, present, siblings, study_href, study)
+    return files
 
 
 def write_correlation(
@@ -290,8 +220,17 @@ def write_correlation(
     figure_formats: str | Sequence[str] | None = None,
 ) -> Path:
     """Write the result's tables and correlate.json, figures/ and report.html into ``out`` in
-    one atomic write (what ``specbound correlate`` does): ``result.to_dir(out, extra=...)``
-    with :func:`correlation_page`'s text written by ``io.files.write_report_page``;
-    ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
-    text = correlation_page(result, out, figures, siblings, figure_formats=figure_formats)
-    return result.to_dir(out, extra=lambda tmp: write_report_page(tmp, text(tmp)))
+    one atomic write (what ``specbound correlate`` does, for a script):
+    :func:`correlation_files` with what is beside ``out`` (``driver.beside``; ``siblings``
+    when given), written by ``result.to_dir(out, files=...)``; ``figure_formats``: the files of
+    each figure (``"svg"`` by default; e.g. ``"png,pdf"``)."""
+    near = beside(out)
+    files = correlation_files(
+        result,
+        figures=figures,
+        siblings=list(siblings) or near.siblings,
+        figure_formats=figure_formats,
+        study_href=near.study_href,
+        study=near.study,
+    )
+    return result.to_dir(out, files=files)

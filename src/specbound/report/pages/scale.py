@@ -224,7 +224,7 @@ def scale_page(
     spectral decay and contribution-against-p figures of the largest model (files
     ``L{L}_N{N}_*``); with ``norm_scaling_layers``, also the norms against N at that depth.
     ``figure_formats``: the files of each figure (``"svg"`` by default; e.g. ``"png,pdf"``).
-    ``siblings``: (label, relative href) of the pages beside it (``pages.links.sibling_pages``
+    ``siblings``: (label, relative href) of the pages beside it (``io.siblings.sibling_pages``
     of the final folder; ``out_dir`` is the write's temporary folder); else the benchmark's
     README.md when there is one.
     """

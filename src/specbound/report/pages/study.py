@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecboundError
 from ...io.files import copy_file, write_report_page
+from ...io.siblings import STUDY, sibling_pages
 from ...studies.answer import (
     comparison_tally,
     plain_answer,
@@ -32,7 +33,6 @@ from ..figures.style import writing_formats
 from ..html import figure_html, file_link, page, table
 from ..html_markdown import claim_id, render_markdown
 from ..numbers import interval, is_undefined, sig3, sig_small
-from .links import STUDY, sibling_pages
 
 if TYPE_CHECKING:
     import pandas as pd

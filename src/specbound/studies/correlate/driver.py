@@ -13,38 +13,46 @@ same way. It decides:
 - **worker defaults**: ``data_workers`` None is one process per usable CPU with data measures
   (1 on a GPU, :func:`.data.default_workers`), else 1;
 - **resume**: on a distributed engine a single zoo keeps per-model resume records beside
-  ``out`` (:func:`.analysis.records.state_dir_for`: ``.OUT.specbound-sweep``), reads them back
+  ``out`` (:func:`.io.records.state_dir_for`: ``.OUT.specbound-sweep``), reads them back
   on a re-run, and deletes those it wrote once every model is written.
 
 Every check (the sources, the parameters, the engine, ``out`` against every input, a folder's
 files) runs before any model is analyzed; ``ready()`` is called after them, before the work (the
-CLI requires its plot extra there, so a bad input is told first). ``page(result, out)`` returns
-the ``extra`` of ``Correlation.to_dir`` that adds the report (the report package's
-``correlation_page``); io writes it with the tables, atomically.
+CLI requires its plot extra there, so a bad input is told first).
+
+Two steps, so that the page is rendered between them by whoever renders it (the CLI, with the
+report package), and ``out`` goes no further than this driver and io::
+
+    run = compute(out, options, ...)      # checks, resume, the study; what is beside out
+    files = correlation_files(run.result, **run.beside.page_args())   # report/: in memory
+    write(run, files)                     # io writes the tables and the files, atomically
+
+``correlate_into`` is both steps without a page (the tables and correlate.json).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.records import clear_records, state_dir_for
 from ...engines import resolve
 from ...errors import Param, SpecboundError, Spelling
 from ...io.outdir import check_output_dir
+from ...io.records import clear_records, state_dir_for
+from ...io.siblings import STUDY, sibling_pages
 from ...validation import check_params
+from ..answer import study_rows
 from . import multizoo as P
 from .data import default_workers
 from .run import correlate
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ...engines.base import Engine
     from .result import Correlation
-
-#: ``page(result, out)``: the ``extra`` that adds the report files to the write (or None).
-Page = Callable[["Correlation", Path], "Callable[[Path], object] | None"]
 
 
 @dataclass(frozen=True)
@@ -81,15 +89,49 @@ class Progress:
     on_resume: Callable[[str], None] | None = None
 
 
+@dataclass(frozen=True)
+class Beside:
+    """What the page of ``out`` shows of the folders beside it, found before the write:
+    ``siblings``, (label, relative href) of the pages there (``io.siblings.sibling_pages``);
+    ``study_href``, the study's page when it is there; ``study``, the study's primary rows of
+    this folder (``studies.answer.study_rows``; None when there are none or they cannot be
+    read)."""
+
+    siblings: list[tuple[str, str]] = field(default_factory=list)
+    study_href: str | None = None
+    study: pd.DataFrame | None = None
+
+    def page_args(self) -> dict[str, Any]:
+        """The keyword arguments of the page (``report.pages.correlate.correlation_files``)."""
+        return {"siblings": self.siblings, "study_href": self.study_href, "study": self.study}
+
+
+def beside(out: str | Path) -> Beside:
+    """The pages and the study beside the folder ``out`` (:class:`Beside`)."""
+    me = Path(out)
+    if me.name == STUDY:  # the study's own folder: no study beside it
+        return Beside(sibling_pages(me))
+    there = me.absolute().parent / STUDY
+    try:
+        rows = study_rows(there, me.name)
+    except SpecboundError:
+        rows = None
+    href = f"../{STUDY}/report.html" if (there / "report.html").is_file() else None
+    return Beside(sibling_pages(me), href, rows)
+
+
 @dataclass
 class Written:
-    """What :func:`correlate_into` wrote: the ``result``, the folder ``out`` (as given), and the
-    models whose data measures failed (``data_failed``: listed in skipped.csv; a re-run
-    retries them)."""
+    """A study of :func:`compute`, then :func:`write`: the ``result``, the folder ``out`` (as
+    given), the models whose data measures failed (``data_failed``: listed in skipped.csv; a
+    re-run retries them), what is ``beside`` ``out`` (for its page) and the resume records
+    to clear once it is written (``records``: None, none)."""
 
     result: Correlation
     out: Path
     data_failed: list[str] = field(default_factory=list)
+    beside: Beside = field(default_factory=Beside)
+    records: Path | None = None
 
     def summary(self) -> dict[str, Any]:
         """What ``specbound correlate --json`` prints (``Correlation.cli_summary``)."""
@@ -160,18 +202,18 @@ def _data_workers(o: CorrelateOptions) -> int:
     return default_workers(o.device) if o.data_measures else 1
 
 
-def correlate_into(
+def compute(
     out: str | Path,
     options: CorrelateOptions,
     *,
     engine: str | Engine | None = None,
     engine_options: Any = None,
     progress: Progress | None = None,
-    page: Page | None = None,
     ready: Callable[[], None] | None = None,
     flag: Spelling | None = None,
 ) -> Written:
-    """Run the correlate study ``options`` describes and write it into ``out`` (module doc).
+    """Run the correlate study ``options`` describes, for the folder ``out`` (module doc);
+    nothing is written to ``out`` yet (:func:`write`).
 
     ``engine``/``engine_options``, ``flag`` (how a skip reason or a note names a parameter: the
     CLI gives its flags): as :func:`.run.correlate`'s. Raises ``SpecboundError`` for a
@@ -184,17 +226,47 @@ def correlate_into(
     parts = _read_parts(plan.folders, o.grid)  # cheap, and a bad folder is told before ready()
     if ready is not None:
         ready()
-    resume = bool(eng.distributed) and parts is None and len(o.zoos) <= 1
+    state = state_dir_for(out) if eng.distributed else None
+    resume = state is not None and parts is None and len(o.zoos) <= 1
     if parts is None:
-        state = state_dir_for(out) if resume else None
-        parts, lost, single = _analyzed(o, plan, eng, tell, state, flag)
+        parts, lost, single = _analyzed(o, plan, eng, tell, state if resume else None, flag)
     else:
         lost, single = [], None
     result = single or P.pool(parts, bootstrap=o.bootstrap, seed=o.seed, primary=o.primary)
-    result.to_dir(out, extra=None if page is None else page(result, Path(out)))
-    if eng.distributed and result.skipped.empty:  # every model written: records have served
-        clear_records(state_dir_for(out))
-    return Written(result, Path(out), lost)
+    return Written(result, Path(out), lost, beside(out), state)
+
+
+def write(run: Written, files: Mapping[str, bytes | str] | None = None) -> Written:
+    """Write ``run``'s tables and correlate.json, and ``files`` (relative path -> bytes or
+    text: the page and its figures), into ``run.out`` in one atomic write
+    (``Correlation.to_dir``); then, every model written, delete the resume records."""
+    run.result.to_dir(run.out, files=files)
+    if run.records is not None and run.result.skipped.empty:  # the records have served
+        clear_records(run.records)
+    return run
+
+
+def correlate_into(
+    out: str | Path,
+    options: CorrelateOptions,
+    *,
+    engine: str | Engine | None = None,
+    engine_options: Any = None,
+    progress: Progress | None = None,
+    ready: Callable[[], None] | None = None,
+    flag: Spelling | None = None,
+) -> Written:
+    """:func:`compute`, then :func:`write` without a page: the tables and correlate.json."""
+    run = compute(
+        out,
+        options,
+        engine=engine,
+        engine_options=engine_options,
+        progress=progress,
+        ready=ready,
+        flag=flag,
+    )
+    return write(run)
 
 
 def _read_parts(folders: list[Path], grid: Sequence[Path] | None) -> list[P.Part] | None:
@@ -247,4 +319,13 @@ def _analyzed(
     return [P.part_of(r) for r in each], lost, None
 
 
-__all__ = ["CorrelateOptions", "Progress", "Written", "correlate_into"]
+__all__ = [
+    "Beside",
+    "CorrelateOptions",
+    "Progress",
+    "Written",
+    "beside",
+    "compute",
+    "correlate_into",
+    "write",
+]

@@ -1,9 +1,9 @@
 """The result of a correlation study: ``Correlation``, its JSON and its output folder.
 
 ``Correlation.summary()`` is correlate.json; ``Correlation.cli_summary(out)`` is what
-``specbound correlate --json`` prints; ``Correlation.to_dir(out, extra)`` writes the tables and
-correlate.json through ``io.output_dir`` (atomic, ownership-checked), ``extra(tmp)`` adding
-files (the report page) to the same write.
+``specbound correlate --json`` prints; ``Correlation.to_dir(out, files)`` writes the tables and
+correlate.json through ``io.output_dir`` (atomic, ownership-checked), and ``files`` (the report
+page and its figures, rendered in memory) in the same write.
 
 Output schema (protocol v3; what ``Correlation.to_dir`` writes and the report and terminal
 render):
@@ -61,13 +61,13 @@ and escape them in HTML.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...io import output_dir
-from ...io.files import dumps_json, write_csv
+from ...io.files import dumps_json, write_csv, write_files
 from ..protocol import verdicts as V
 from ..protocol.families import primary_contrasts
 from ..protocol.registry import PROTOCOL, REGISTRY
@@ -212,15 +212,16 @@ class Correlation:
             "skipped": self.skipped,
         }
 
-    def to_dir(self, out: str | Path, extra: Callable[[Path], object] | None = None) -> Path:
+    def to_dir(self, out: str | Path, files: Mapping[str, bytes | str] | None = None) -> Path:
         """Write models.csv, correlation.csv, differences.csv, skipped.csv and correlate.json
         into ``out`` through ``io.output_dir`` (atomic; refuses a directory specbound did not
-        write, or one that is, lies inside or contains one of ``inputs``). ``extra(tmp)`` may
-        add files (figures/, report.html) to the same atomic write. Returns ``out`` as a Path."""
+        write, or one that is, lies inside or contains one of ``inputs``). ``files`` (relative
+        path -> bytes or text: figures/, report.html) are written by ``io.files.write_files``
+        in the same atomic write. Returns ``out`` as a Path."""
         with output_dir(out, inputs=self.inputs) as tmp:
             write_tables(self, tmp)
-            if extra is not None:
-                extra(Path(tmp))
+            if files:
+                write_files(tmp, files)
         return Path(out)
 
 

@@ -23,6 +23,7 @@ from ...analysis.sweep import analyze_models
 from ...engines import resolve
 from ...errors import Param, SpecboundError, SpecboundTypeError, Spelling, spelled
 from ...io.outdir import local_inputs
+from ...io.records import RecordStore
 from ...linalg.model import DEVICE
 from ...validation import (
     WORKERS,
@@ -135,27 +136,26 @@ def correlate(
     ``zoo``: a manifest CSV, a ``zoo train`` directory or a ``Zoo``. ``gap``: ``accuracy``
     (train - test accuracy) or ``loss`` (test - train loss); by default accuracy when the
     manifest has both accuracies, else loss. Every input check (manifest values, ``bootstrap``
-    in 200..100000 (protocol v3: fewer draws are refused; verdict words need >= 1000),
-    ``seed`` >= 0, the engine and its options) runs before the first model is
-    analyzed. Models that fail to load or analyze are listed in ``skipped`` with the reason;
-    so are unconverged models (unless ``include_unconverged``) and models without the gap's
-    metrics. ``on_model(done, n, name, error)`` after each model. ``analyzer(path, init, cache,
-    device, name)`` returns a model's measures (default: ``analysis.analyze``). ``engine``: a
-    name of ``engines.ENGINES`` (with ``engine_options``) or an ``Engine``; ``state_dir``:
-    resume records for a distributed engine (``analysis.sweep``). ``data_measures``: add SPEC 12's
-    data measures of every analyzed model as measures (columns after the weight measures),
-    computed after the analyses and cached (``correlate.data``); only for zoo
-    model directories, else a note says why they are absent. ``on_data(line)``: one progress
-    line per model of the data measures; ``data_workers``: processes computing them
-    (``validation.WORKERS``: 1..4 x the CPUs; 1: this process; more are spawned, so a script
-    needs the ``if __name__ == "__main__":`` guard; every model runs on one torch thread, so
-    the values do not depend on it). ``primary``: the primary family (``auto``, A1-A3 on
-    tau_arch for a zoo designed for it, else P1-P3; ``arch``; ``standard``). The arguments are
-    checked first (``@validate_params``: ``rules.BOOTSTRAP``, ``SEED``, ``LEVEL``, ``PRIMARY``,
-    ``gap.GAP``, ...). ``design``: ``adaptivity`` or None (zoo.json's ``design``): SPEC 10 v5,
-    :func:`.modal.adaptivity_measures`. ``flag(name)``: how a skip reason or a note names a
-    parameter (``errors.spelled``; the CLI gives its flags; default: the Python name). Output
-    schema: :mod:`.result`.
+    in 200..100000 (protocol v3: fewer draws are refused; verdict words need >= 1000), ``seed``
+    >= 0, the engine and its options) runs before the first model is analyzed. Models that fail
+    to load or analyze are listed in ``skipped`` with the reason; so are unconverged models
+    (unless ``include_unconverged``) and models without the gap's metrics. ``on_model(done, n,
+    name, error)`` after each model. ``analyzer(path, init, cache, device, name)`` returns a
+    model's measures (default: ``analysis.analyze``). ``engine``: a name of ``engines.ENGINES``
+    (with ``engine_options``) or an ``Engine``; ``state_dir``: resume records for a distributed
+    engine (``io.records``, ``analysis.sweep``). ``data_measures``: add SPEC 12's data measures
+    of every analyzed model as measures (columns after the weight measures), computed after the
+    analyses and cached (``correlate.data``); only for zoo model directories, else a note says
+    why they are absent. ``on_data(line)``: one progress line per model of the data measures;
+    ``data_workers``: processes computing them (``validation.WORKERS``: 1..4 x the CPUs; 1: this
+    process; more are spawned, so a script needs the ``if __name__ == "__main__":`` guard; every
+    model runs on one torch thread, so the values do not depend on it). ``primary``: the primary
+    family (``auto``, A1-A3 on tau_arch for a zoo designed for it, else P1-P3; ``arch``;
+    ``standard``). The arguments are checked first (``@validate_params``: ``rules.BOOTSTRAP``,
+    ``SEED``, ``LEVEL``, ``PRIMARY``, ``gap.GAP``, ...). ``design``: ``adaptivity`` or None
+    (zoo.json's ``design``): SPEC 10 v5, :func:`.modal.adaptivity_measures`. ``flag(name)``: how
+    a skip reason or a note names a parameter (``errors.spelled``; the CLI gives its flags;
+    default: the Python name). Output schema: :mod:`.result`.
     """
     prep = _prepare(
         zoo,
@@ -309,7 +309,7 @@ def _sweep(
         on_model=_told(on_model, p, names_of, failed),
         on_skip=lambda label, reason: failed.__setitem__(label, reason),
         on_resume=on_resume,
-        state_dir=state_dir,
+        records=None if state_dir is None else RecordStore(state_dir),
         worker_fn=functools.partial(model_worker, analyzer),
     )
     rows, row_of, choices, reasons = _rows(prep, sweep.results, failed)

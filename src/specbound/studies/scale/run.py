@@ -24,6 +24,7 @@ from ...errors import SpecboundError
 from ...io import output_dir
 from ...io.files import json_safe, write_csv
 from ...io.outdir import local_inputs
+from ...io.records import RecordStore
 from ...linalg.model import DEVICE
 from ...measures.bounds import GRID_M, L_PHI
 from ...measures.spectrum_adaptive import FIXED_FORMS
@@ -217,7 +218,7 @@ def scale(
     ``engine``: an engine name (``"local"``: this process; ``"ray"``: one Ray task per model)
     with ``engine_options`` (its options dataclass, e.g. ``RayOptions(address=...)``), or an
     ``Engine`` object. ``state_dir``: keep one resume record per finished model there
-    (``analysis.records``), so a re-run analyzes only the rest (``on_resume(name)`` for each
+    (``io.records``), so a re-run analyzes only the rest (``on_resume(name)`` for each
     model found there).
 
     A model that cannot be analyzed (a ``SpecboundError``: bad checkpoint, config, ...) is
@@ -246,7 +247,7 @@ def scale(
             "cache": cache,
             **({"prefix": prefix} if prefix is not None else {}),
         },
-        state_dir=state_dir,
+        records=None if state_dir is None else RecordStore(state_dir),
         on_resume=on_resume,
     )
     analyses, skipped = result.analyses, result.skipped

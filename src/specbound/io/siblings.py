@@ -1,6 +1,7 @@
-"""The links between the pages of one results folder (a benchmark's ``results/``): every
-sibling folder that holds a report.html (correlate folders, the study, a size ladder), never a
-hidden folder (``.specbound-*.tmp``, a write in progress), and the write-up above them."""
+"""The pages beside an output folder (a benchmark's ``results/``): every sibling folder that
+holds a report.html (correlate folders, the study, a size ladder), never a hidden folder
+(``.specbound-*.tmp``, a write in progress), and the write-up above them. Found by listing the
+folder's parent, before the write: a page links to them (report/ renders the links)."""
 
 from __future__ import annotations
 
