@@ -119,10 +119,7 @@ class GrowingDir:
     def write(self, name: str, text: str) -> None:
         """Write the file ``name`` (one of ``files``): its checksum into the manifest first,
         then the file (atomic); call it holding the lock."""
-        man = self.manifest() or {"sha256": {}}
-        sha = dict(man["sha256"])
-        sha[name] = hashlib.sha256(text.encode()).hexdigest()
-        self._write_manifest(sha)
+        self._record(name, hashlib.sha256(text.encode()).hexdigest())
         atomic_write_text(self.root / name, text)
 
     def recorded(self, name: str) -> str | None:
@@ -131,11 +128,12 @@ class GrowingDir:
         return sha.get(name)
 
     def _record(self, name: str, sha: str | None) -> None:
-        """Record ``sha`` for ``name`` (None: drop its entry), the other entries kept."""
-        man = self.manifest() or {"sha256": {}}
-        entries = dict(man["sha256"])
-        entries.pop(name, None)
-        if sha is not None:
+        """Record ``sha`` for ``name`` (None: drop its entry), the other entries kept in their
+        order (a file recorded again keeps its place)."""
+        entries = dict((self.manifest() or {}).get("sha256", {}))
+        if sha is None:
+            entries.pop(name, None)
+        else:
             entries[name] = sha
         self._write_manifest(entries)
 

@@ -1,8 +1,8 @@
 """One correlate study into one folder: the decisions a caller would otherwise make itself.
 
-``correlate_into(out, CorrelateOptions(...))`` is what ``specbound correlate`` runs (the CLI
-parses its flags into the options, and renders what this returns); a script may call it the
-same way. It decides:
+``specbound correlate`` parses its flags into ``CorrelateOptions(...)`` and runs
+:func:`compute`, renders the page, then :func:`write` (below); a script may call
+``correlate_into(out, CorrelateOptions(...))``, both steps without a page. The driver decides:
 
 - **pooling**: the sources are zoo directories, a manifest, or folders written by correlate
   (re-evaluated from their models.csv, nothing analyzed again). One zoo (or one manifest) is one
@@ -140,7 +140,7 @@ class Written:
 
 @dataclass(frozen=True)
 class _Plan:
-    """The decisions of :func:`correlate_into`, made before any work."""
+    """The decisions of :func:`compute`, made before any work."""
 
     folders: list[Path]
     data_workers: int
